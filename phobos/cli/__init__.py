@@ -1,0 +1,1 @@
+"""Command-line tools: `phobos-compile` and `ph2py`."""

@@ -1,0 +1,1 @@
+"""The Python spelling: reads `@ph.kernel` source (never runs it) into the Phobos AST."""
