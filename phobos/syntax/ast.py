@@ -107,9 +107,17 @@ class Unary(Node):
 
 @dataclass(frozen=True)
 class Binary(Node):
+    """`left op right`.
+
+    `spelling` is the operator as a Python source wrote it, where one Phobos operator
+    has two Python spellings: `/` and `//` both become `/`, and the checker refuses
+    Python's `/` of two integers and `//` of floats from it. None for `.ph` text.
+    """
+
     op: str  # one of BINARY_OPS
     left: Expr
     right: Expr
+    spelling: str | None = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass(frozen=True)
