@@ -25,7 +25,6 @@ The listing, as complete as the grammar of SPEC.md:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Union
 
 from phobos.source import Span
 
@@ -166,7 +165,7 @@ class SliceLen(Node):
     length: Expr
 
 
-Subscript = Union[Point, Slice, SliceLen]
+Subscript = Point | Slice | SliceLen
 
 
 @dataclass(frozen=True)
@@ -177,7 +176,7 @@ class Index(Node):
     subscripts: tuple[Subscript, ...]
 
 
-Expr = Union[Int, Float, Bool, Name, Ctx, Unary, Binary, Call, Index]
+Expr = Int | Float | Bool | Name | Ctx | Unary | Binary | Call | Index
 
 
 # ---------------------------------------------------------------------------
@@ -207,7 +206,7 @@ class TileType(Node):
     dims: tuple[Name | Int, ...]
 
 
-Type = Union[ScalarType, TensorType, TileType]
+Type = ScalarType | TensorType | TileType
 
 
 # ---------------------------------------------------------------------------
@@ -292,7 +291,7 @@ class ExprStmt(Node):
     expr: Expr
 
 
-Stmt = Union[Let, Var, Assign, For, While, If, Break, Continue, Return, ExprStmt]
+Stmt = Let | Var | Assign | For | While | If | Break | Continue | Return | ExprStmt
 
 
 # ---------------------------------------------------------------------------
@@ -322,8 +321,8 @@ class PositionalArg(Node):
     value: AttrLiteral
 
 
-AttrLiteral = Union[Int, Float, Bool, Name]
-AttrArg = Union[SearchDim, KeywordArg, PositionalArg]
+AttrLiteral = Int | Float | Bool | Name
+AttrArg = SearchDim | KeywordArg | PositionalArg
 
 
 @dataclass(frozen=True)
@@ -363,7 +362,7 @@ class Function(Node):
     uses: tuple[str, ...] | None = field(default=None, kw_only=True, compare=False)
 
 
-Item = Union[Kernel, Function]
+Item = Kernel | Function
 
 
 @dataclass(frozen=True)
