@@ -395,3 +395,73 @@ def walk(node: Node):
         current = stack.pop()
         yield current
         stack.extend(reversed(list(children(current))))
+
+
+# ---------------------------------------------------------------------------
+# Text form
+
+
+def dump(node: Node) -> str:
+    """An indented text form of `node` and everything below it (`--emit ast`).
+
+    A node is its class name, then its plain fields as `key=value`; a field that can
+    only hold a name is written inline as the name. Child nodes follow, indented, as
+    `field: Node` or `field[i]: Node`. A field at its default value is left out.
+    Spans are not shown, so the text depends only on what `==` compares (and on
+    the spellings kept for printing, such as `spelling=//`).
+
+        >>> from phobos.source import SourceFile
+        >>> s = SourceFile("x.ph", "").span(0, 0)
+        >>> print(dump(Let(Name("y", span=s), None, Binary("+", Name("x", span=s),
+        ...     Int(1, span=s), span=s), span=s)))
+        Let name=y type=None
+          value: Binary op=+
+            left: Name x
+            right: Int 1
+    """
+    lines: list[str] = []
+    _dump_into(node, "", 0, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _dump_into(node: Node, prefix: str, depth: int, lines: list[str]) -> None:
+    from dataclasses import MISSING
+
+    inline: list[str] = []
+    kids: list[tuple[str, Node]] = []
+    shown = [f for f in fields(node) if f.name != "span"]
+    for f in shown:
+        value = getattr(node, f.name)
+        if f.default is not MISSING and value == f.default and not isinstance(value, Node):
+            continue
+        if f.type == "Name" and isinstance(value, Name):
+            inline.append(f"{f.name}={value.id}")
+        elif f.type.startswith("tuple[Name,") and isinstance(value, tuple):
+            inline.append(f"{f.name}=[{', '.join(n.id for n in value)}]")
+        elif isinstance(value, Node):
+            kids.append((f.name, value))
+        elif isinstance(value, tuple) and value and isinstance(value[0], Node):
+            kids.extend((f"{f.name}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, tuple):
+            inline.append(f"{f.name}=[{', '.join(_dump_scalar(v) for v in value)}]")
+        else:
+            inline.append(f"{f.name}={_dump_scalar(value)}")
+    head = type(node).__name__
+    # A node with one plain field and nothing else reads best as `Int 1`, `Name x`.
+    single = getattr(node, shown[0].name) if len(shown) == 1 else None
+    if len(shown) == 1 and not kids and len(inline) == 1 and not isinstance(single, tuple):
+        head += " " + inline[0].split("=", 1)[1]
+    elif isinstance(node, Float) and inline and inline[0].startswith("value="):
+        head += " " + " ".join([inline[0].split("=", 1)[1], *inline[1:]])
+    elif inline:
+        head += " " + " ".join(inline)
+    lines.append("  " * depth + prefix + head)
+    for name, child in kids:
+        _dump_into(child, f"{name}: ", depth + 1, lines)
+
+
+def _dump_scalar(value: object) -> str:
+    if isinstance(value, str):
+        # Plain words and operators as they are; anything with spaces or quotes quoted.
+        return value if value and value.isprintable() and " " not in value else repr(value)
+    return repr(value)

@@ -1,0 +1,7 @@
+"""`python -m phobos.cli` is `phobos-compile`."""
+
+import sys
+
+from phobos.cli.compile import main
+
+sys.exit(main())

@@ -1,0 +1,289 @@
+"""`phobos-compile`: compile `.ph` and `.py` files to the artifact `--emit` names.
+
+    phobos-compile FILE [FILE...] [--emit ast|ph|py] [-o OUT]
+                   [--error-format human|json] [--origin MAP] [--explain CODE]
+
+Exit status: 0 compiled, 1 the program has errors (diagnostics on stderr), 2 the
+command line is wrong (unknown flag, unreadable file, unknown suffix, bad span map),
+101 a bug in Phobos (an internal compiler error).
+
+    >>> import io
+    >>> out, err = io.StringIO(), io.StringIO()
+    >>> run(["--explain", "E0905"], stdout=out, stderr=err)
+    0
+    >>> out.getvalue().splitlines()[0]
+    '# E0905: `-o` with more than one input'
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+from phobos import driver, spanmap
+from phobos.diagnostics import codes
+from phobos.diagnostics.diagnostic import Diagnostic
+from phobos.diagnostics.render import render_human, render_json, summary
+
+EXIT_OK = 0
+EXIT_ERRORS = 1
+EXIT_USAGE = 2
+EXIT_ICE = 101
+
+
+class UsageError(Exception):
+    """A command line the tool cannot act on; the message is one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one clear line and exit status 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+@dataclass
+class Session:
+    """Where a tool writes, and how it draws diagnostics."""
+
+    prog: str
+    stdout: TextIO
+    stderr: TextIO
+    error_format: str = "human"
+    color: bool = False
+
+    def report(self, diags: list[Diagnostic]) -> None:
+        if not diags:
+            return
+        if self.error_format == "json":
+            self.stderr.write(render_json(diags))
+        else:
+            self.stderr.write(render_human(diags, color=self.color))
+
+    def usage(self, diag: Diagnostic) -> int:
+        """Report a usage error (one diagnostic, no summary) and give exit status 2."""
+        if self.error_format == "json":
+            self.stderr.write(render_json([diag]))
+        else:
+            self.stderr.write(render_human([diag], color=self.color).rstrip("\n") + "\n")
+        return EXIT_USAGE
+
+    def finish(self, diags: list[Diagnostic]) -> int:
+        """The closing lines after all diagnostics, and the exit status they give."""
+        errors = any(d.severity == "error" for d in diags)
+        if self.error_format == "human":
+            self.stderr.write(summary(diags, color=self.color))
+            if errors:
+                self.stderr.write(_explain_hint(diags, self.prog))
+        return EXIT_ERRORS if errors else EXIT_OK
+
+    def internal_error(self, ice: driver.InternalCompilerError) -> int:
+        """The banner of an internal compiler error, and exit status 101."""
+        notes = [
+            "this is a bug in Phobos; please report it with the file that triggered it",
+            f"compiling `{ice.location}`, stage `{ice.stage}`",
+        ]
+        backtrace = os.environ.get("PHOBOS_BACKTRACE", "") not in ("", "0")
+        if not backtrace:
+            notes.append("run with `PHOBOS_BACKTRACE=1` for a backtrace")
+        message = f"internal compiler error: {ice}"
+        if self.error_format == "json":
+            diag = Diagnostic.error(None, message, None, notes=notes)
+            self.stderr.write(render_json([diag]))
+        else:
+            self.stderr.write(_paint_error(self.color) + f": {message}\n")
+            for note in notes:
+                self.stderr.write(f"note: {note}\n")
+        if backtrace:
+            self.stderr.write("\n" + ice.traceback)
+        return EXIT_ICE
+
+
+def _paint_error(color: bool) -> str:
+    return "\x1b[1m\x1b[31merror\x1b[0m" if color else "error"
+
+
+def _explain_hint(diags: list[Diagnostic], prog: str) -> str:
+    """rustc's pointer to `--explain` for the codes that have an explanation."""
+    known = set(codes.known_codes())
+    found = sorted({d.code for d in diags if d.code in known and d.severity == "error"})
+    if not found:
+        return ""
+    if len(found) == 1:
+        return f"For more information about this error, try `{prog} --explain {found[0]}`.\n"
+    return (
+        f"Some errors have detailed explanations: {', '.join(found)}.\n"
+        f"For more information about an error, try `{prog} --explain {found[0]}`.\n"
+    )
+
+
+def use_color(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set (no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+# ---------------------------------------------------------------------------
+# Shared by phobos-compile and ph2py
+
+
+def compile_files(
+    session: Session,
+    files: Sequence[str],
+    emit: str,
+    output: str | None = None,
+    origin: str | None = None,
+) -> int:
+    """Compile every file to `emit`, report, and give the exit status."""
+    if output is not None and len(files) > 1:
+        return session.usage(
+            Diagnostic.error(
+                "E0905", f"`-o` needs exactly one input file, but {len(files)} were given", None
+            )
+        )
+    # Read every input first: a usage error stops the run before any work.
+    sources = []
+    for path in files:
+        try:
+            sources.append(driver.read_source(path))
+        except driver.InputError as exc:
+            return session.usage(exc.diagnostic)
+
+    remap = None
+    if origin is not None:
+        if len(sources) != 1 or driver.language_of(files[0]) != ".ph":
+            raise UsageError("`--origin` needs exactly one `.ph` input file")
+        try:
+            remap = spanmap.load(origin, sources[0]).lookup
+        except spanmap.SpanMapError as exc:
+            return session.usage(
+                Diagnostic.error("E0903", f"cannot use span map `{origin}`: {exc}", None)
+            )
+
+    all_diags: list[Diagnostic] = []
+    for path, source in zip(files, sources, strict=True):
+        try:
+            result = driver.compile_source(source, emit, driver.language_of(path))
+        except driver.InternalCompilerError as ice:
+            session.report(all_diags)
+            return session.internal_error(ice)
+        diags = result.diagnostics
+        if remap is not None:
+            diags = [d.mapped(remap) for d in diags]
+        session.report(diags)
+        all_diags.extend(diags)
+        if result.text is None:
+            continue
+        if output is None:
+            session.stdout.write(result.text)
+            continue
+        try:
+            _write(output, result.text)
+            if result.ph_spans is not None:
+                smap = spanmap.build(output, result.text, result.ph_spans, source)
+                spanmap.write(smap, spanmap.map_path_for(output))
+        except OSError as exc:
+            where = exc.filename or output
+            reason = exc.strerror or str(exc)
+            return session.usage(
+                Diagnostic.error(
+                    "E0904", f"cannot write `{where}`: {reason[:1].lower() + reason[1:]}", None
+                )
+            )
+    return session.finish(all_diags)
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def explain_code(session: Session, code: str) -> int:
+    """Print the long explanation of `code` (exit 0), or refuse an unknown code (exit 2)."""
+    try:
+        text = codes.explain(code)
+    except codes.UnknownCode:
+        return session.usage(
+            Diagnostic.error(
+                "E0906",
+                f"`{code}` is not a known error code",
+                None,
+                help=f"codes are spelled like `E0001`; `{session.prog} --explain E0906` says more",
+            )
+        )
+    session.stdout.write(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# phobos-compile
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="phobos-compile",
+        description="Compile Phobos kernels (.ph text or @ph.kernel Python).",
+    )
+    parser.add_argument("files", nargs="*", metavar="FILE", help="a .ph or .py file")
+    parser.add_argument(
+        "--emit",
+        choices=list(driver.STAGES),
+        default="ast",
+        help="the artifact to write (default: ast)",
+    )
+    parser.add_argument("-o", dest="output", metavar="OUT", help="write the artifact to OUT")
+    parser.add_argument(
+        "--error-format",
+        choices=["human", "json"],
+        default="human",
+        help="diagnostics as rustc lays them out, or one JSON object per line",
+    )
+    parser.add_argument(
+        "--origin",
+        metavar="MAP",
+        help="report diagnostics at the Python lines MAP maps the .ph to",
+    )
+    parser.add_argument("--explain", metavar="CODE", help="explain an error code and exit")
+    return parser
+
+
+def run(
+    argv: Sequence[str],
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    color: bool | None = None,
+) -> int:
+    """Run `phobos-compile` with `argv` (without the program name); return the exit status."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    session = Session("phobos-compile", stdout, stderr)
+    session.color = use_color(stderr) if color is None else color
+    try:
+        try:
+            opts = build_parser().parse_intermixed_args(list(argv))
+        except SystemExit as exc:  # --help
+            return int(exc.code or 0)
+        session.error_format = opts.error_format
+        if opts.explain is not None:
+            return explain_code(session, opts.explain)
+        if not opts.files:
+            raise UsageError("no input files (see `phobos-compile --help`)")
+        return compile_files(session, opts.files, opts.emit, opts.output, opts.origin)
+    except UsageError as exc:
+        stderr.write(f"{_paint_error(session.color)}: {exc}\n")
+        return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `phobos-compile` console script."""
+    return run(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
