@@ -239,9 +239,12 @@ ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 
 @dataclass(frozen=True)
 class Assign(Node):
+    """`target op value`; `spelling` is Python's `/=` or `//=` for `/=`, as `Binary.spelling`."""
+
     target: Name | Index
     op: str  # one of ASSIGN_OPS
     value: Expr
+    spelling: str | None = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass(frozen=True)
