@@ -102,9 +102,14 @@ def _print_ph(program, unit: Unit) -> str:
 
 
 def _print_py(program, unit: Unit) -> str:
-    from phobos.syntax.pyprinter import print_python
+    from phobos.syntax.pyprinter import PySpellingError, print_python
 
-    return print_python(program)
+    try:
+        return print_python(program)
+    except PySpellingError as exc:
+        # A program Python cannot spell (a name that is a Python keyword, say) is the
+        # user's to fix, not a bug.
+        raise CompileError([exc.to_diagnostic("E0907")]) from None
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ class Session:
         if self.error_format == "human":
             self.stderr.write(summary(diags, color=self.color))
             if errors:
-                self.stderr.write(_explain_hint(diags, self.prog))
+                self.stderr.write(_explain_hint(diags, "phobos-compile"))  # the tool that explains
         return EXIT_ERRORS if errors else EXIT_OK
 
     def internal_error(self, ice: driver.InternalCompilerError) -> int:

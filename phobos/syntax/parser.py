@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 
 from phobos.diagnostics import Diagnostic, Label
+from phobos.names import CTX_AXES, CTX_FIELDS
 from phobos.source import SourceFile
 from phobos.syntax import ast
 from phobos.syntax.cursor import (
@@ -66,6 +67,7 @@ E_TYPE = "E0014"  # not a type
 E_ATTR = "E0015"  # a malformed attribute, or one on a `fn`
 E_ITEM = "E0016"  # top-level text that is not a kernel or a function
 E_FIELD = "E0018"  # `.field` on something other than `ctx`
+E_CTX_FIELD = "E0019"  # `ctx.f` with no such field, or the wrong axes
 
 # Binding power of the value in `<...>`: above the comparisons, so the `>` that
 # closes the brackets is never read as an operator.
@@ -777,7 +779,29 @@ class _Parser(Cursor):
         if self.at(".") and self.peek(1).kind == IDENT:
             self.next()
             axis = self.next().text
-        return ast.Ctx(field, axis, span=self.span_from(tok.span))
+        node = ast.Ctx(field, axis, span=self.span_from(tok.span))
+        self.check_ctx(node)
+        return node
+
+    def check_ctx(self, node: ast.Ctx) -> None:
+        """SPEC.md "Indexing and synchronization": the fields of `ctx`, and which take an axis."""
+        here = Label(node.span, "not a field of `ctx`")
+        if node.field not in CTX_FIELDS:
+            fields = ", ".join(f"`{f}`" for f in CTX_FIELDS)
+            self.report(E_CTX_FIELD, f"`ctx` has no field `{node.field}`", here,
+                        help=f"the fields are {fields}")  # fmt: skip
+        elif CTX_FIELDS[node.field] and node.axis is None:
+            self.report(E_CTX_FIELD, f"`ctx.{node.field}` is read along an axis",
+                        Label(node.span, "no axis"),
+                        help=f"write `ctx.{node.field}.x`, `.y` or `.z`")  # fmt: skip
+        elif not CTX_FIELDS[node.field] and node.axis is not None:
+            self.report(E_CTX_FIELD, f"`ctx.{node.field}` has no axes",
+                        Label(node.span, "no axis here"),
+                        help=f"write `ctx.{node.field}`")  # fmt: skip
+        elif node.axis is not None and node.axis not in CTX_AXES:
+            self.report(E_CTX_FIELD, f"`ctx.{node.field}` has no axis `{node.axis}`",
+                        Label(node.span, "not an axis"),
+                        help="the axes are `x`, `y` and `z`")  # fmt: skip
 
     def configured_call(self):
         name_tok = self.next()

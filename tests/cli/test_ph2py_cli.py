@@ -19,6 +19,8 @@ def fake_pyprinter(monkeypatch):
     import phobos.syntax
 
     class Fake:
+        PySpellingError = type("PySpellingError", (ValueError,), {})
+
         @staticmethod
         def print_python(program):
             return f"# {len(program.items)} items\n"
@@ -41,7 +43,7 @@ def test_errors_exit_1(workdir, ph2py_cli, fake_pyprinter):
     assert ran.status == 1 and ran.out == ""
     assert " --> k.ph:1:1" in ran.err
     assert "error: aborting due to 1 previous error" in ran.err
-    assert ran.err.endswith("try `ph2py --explain E0901`.\n")
+    assert ran.err.endswith("try `phobos-compile --explain E0901`.\n")
 
 
 @pytest.mark.parametrize(
@@ -83,3 +85,13 @@ def test_real_pyprinter_on_an_example(ph2py_cli):
     assert ran.status == 0, ran.err
     assert "@ph.kernel" in ran.out
     compile(ran.out, "saxpy.py", "exec")  # it is Python
+
+
+def test_a_program_python_cannot_spell_is_a_diagnostic(tmp_path, monkeypatch, ph2py_cli):
+    monkeypatch.chdir(tmp_path)
+    Path("k.ph").write_text("kernel k(A: tensor<f32>[N]) {\n  let lambda = 1\n}\n")
+    ran = ph2py_cli(["k.ph"])
+    assert ran.status == 1
+    assert "error[E0907]: `lambda` is a Python keyword" in ran.err
+    assert " --> k.ph:2:7" in ran.err
+    assert "internal compiler error" not in ran.err
