@@ -1,0 +1,1 @@
+"""The checker: from the AST to `hir`, the checked program specialised to one variant."""
