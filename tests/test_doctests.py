@@ -21,5 +21,10 @@ def _modules() -> list[str]:
 @pytest.mark.parametrize("name", _modules())
 def test_docstring_examples(name):
     module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    # A module's examples may use what its package exports, as a user of the package would.
+    package = importlib.import_module(name.rpartition(".")[0])
+    shared = {n: getattr(package, n) for n in getattr(package, "__all__", ())}
+    result = doctest.testmod(
+        module, extraglobs=shared, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
     assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
