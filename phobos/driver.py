@@ -91,6 +91,18 @@ def _dump_ast(program) -> str:
     return dump(program)
 
 
+def _check(program, unit: Unit):
+    from phobos.sema.check import check_stage
+
+    return check_stage(program, unit)
+
+
+def _dump_hir(kernels) -> str:
+    from phobos.sema.check import dump_kernels
+
+    return dump_kernels(kernels)
+
+
 def _print_ph(program, unit: Unit) -> str:
     from phobos.syntax import printer
 
@@ -125,6 +137,7 @@ STAGES: dict[str, Stage] = {
     "ast": Stage(None, _front_end, _dump_ast),  # parse `.ph` / translate `.py` -> the AST
     "ph": Stage("ast", _print_ph),  # canonical `.ph` text
     "py": Stage("ast", _print_py),  # the Python spelling (ph2py)
+    "hir": Stage("ast", _check, _dump_hir),  # checked, specialised to each first choice
 }
 
 

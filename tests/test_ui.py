@@ -1,7 +1,7 @@
 """UI tests: source files whose expected errors are written on the lines they concern.
 
 Every `tests/ui/**/*.ph` and `tests/ui/**/*.py` is compiled with
-`phobos-compile FILE --emit ast` (human error format, no colour, the path relative to
+`phobos-compile FILE --emit hir` (human error format, no colour, the path relative to
 the repository root). Then:
 
 - every line annotated `//~ ERROR fragment` (`.ph`) or `#~ ERROR fragment` (`.py`)
@@ -93,10 +93,10 @@ def check_annotations(path: Path, diags) -> list[str]:
 
 
 def run_case(path: Path) -> tuple[int, str]:
-    """Exit status and stderr of `phobos-compile PATH --emit ast`, PATH relative to the repo."""
+    """Exit status and stderr of `phobos-compile PATH --emit hir`, PATH relative to the repo."""
     rel = path.relative_to(REPO).as_posix()
     out, err = io.StringIO(), io.StringIO()
-    status = compile_cli.run([rel, "--emit", "ast"], stdout=out, stderr=err, color=False)
+    status = compile_cli.run([rel, "--emit", "hir"], stdout=out, stderr=err, color=False)
     return status, err.getvalue()
 
 
@@ -145,7 +145,7 @@ def test_ui(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert status != compile_cli.EXIT_ICE, f"internal compiler error:\n{stderr}"
 
     rel = path.relative_to(REPO).as_posix()
-    result = driver.compile_path(rel, "ast")
+    result = driver.compile_path(rel, "hir")
     problems = check_annotations(path, result.diagnostics)
     assert not problems, "annotations do not match:\n  " + "\n  ".join(problems)
 
