@@ -1,0 +1,24 @@
+"""The tile interpreter: runs a checked kernel (`phobos.sema.hir`) on numpy arrays.
+
+It is the reference semantics of the language and the CPU mode of launches:
+
+    >>> from phobos.interp import run_kernel, InterpError
+    >>> callable(run_kernel), issubclass(InterpError, Exception)
+    (True, True)
+
+numpy is imported only when a kernel runs.
+"""
+
+from __future__ import annotations
+
+from phobos.interp.errors import InterpError
+
+
+def run_kernel(kernel, grid, args, dims=None) -> None:
+    """Run `kernel` over `grid` on numpy arrays: see `phobos.interp.tiles.run_kernel`."""
+    from phobos.interp.tiles import run_kernel as run
+
+    run(kernel, grid, args, dims)
+
+
+__all__ = ["InterpError", "run_kernel"]
