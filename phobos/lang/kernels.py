@@ -32,11 +32,13 @@ import sys
 from phobos.diagnostics import CompileError, Diagnostic
 from phobos.pyfront.reader import source_of
 from phobos.pyfront.translate import ItemInfo, Translation, translate
+from phobos.runtime.errors import ArgumentTypeError, LaunchError, LaunchUnavailable
 from phobos.source import SourceFile
 from phobos.syntax import ast as ph
 
 LAUNCH_UNAVAILABLE = (
-    "launching is not available yet: Phobos compiles this kernel to the AST only in this version"
+    "launching on the GPU is not available yet in this version: Phobos runs kernels on the "
+    "CPU interpreter only"
 )
 
 
@@ -129,15 +131,97 @@ def _raise_if_errors(translation: Translation, items: list[ItemInfo]) -> None:
         raise KernelCompileError(mine)
 
 
+def interpreting() -> bool:
+    """Whether `PHOBOS_INTERPRET` asks every launch to run on the CPU interpreter."""
+    return os.environ.get("PHOBOS_INTERPRET", "") not in ("", "0")
+
+
 class _Launcher:
-    """`kernel[grid]`: calling it would launch the kernel."""
+    """`kernel[grid]`: calling it with the kernel's arguments launches it.
+
+    The launch checks the kernel (once per variant), binds the arguments by
+    `phobos.runtime.binding` and, when every tensor argument is a host array (numpy)
+    or `PHOBOS_INTERPRET=1` is set, runs it on the CPU interpreter; device arrays are
+    then copied to the host and back. A GPU launch is not available yet; `stream=`
+    is accepted, and means nothing on the CPU.
+    """
 
     def __init__(self, kernel: Kernel, grid):
         self.kernel = kernel
         self.grid = grid
 
-    def __call__(self, *args, **kwargs):
-        raise NotImplementedError(f"cannot launch `{self.kernel.name}`: {LAUNCH_UNAVAILABLE}")
+    def __call__(self, *args, stream=None, **kwargs):
+        checked = self.kernel.checked()
+        args = _by_position(checked, args, kwargs)
+        interpret = interpreting()
+        if not interpret:
+            on_device = _device_argument(checked, args)
+            if on_device is not None:
+                raise LaunchUnavailable(
+                    checked.name,
+                    on_device,
+                    f"argument `{on_device}` is in device memory, and {LAUNCH_UNAVAILABLE}",
+                    help="set PHOBOS_INTERPRET=1 to run it on the CPU, its arrays copied to the "
+                    "host and back, or pass numpy arrays",
+                )
+        from phobos.runtime.launch_cpu import launch_cpu
+
+        launch_cpu(checked, self.grid, args, copy_device=interpret)
+
+
+def _by_position(kernel, args: tuple, kwargs: dict) -> tuple:
+    """`args` with the arguments given by parameter name put in their places."""
+    if not kwargs:
+        return args
+    names = [p.name for p in kernel.params]
+    values = list(args) + [_MISSING] * (len(names) - len(args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise ArgumentTypeError(
+                kernel.name,
+                key,
+                f"the kernel has no parameter `{key}`",
+                help="the parameters are " + ", ".join(f"`{n}`" for n in names),
+            )
+        index = names.index(key)
+        if index < len(args):
+            raise ArgumentTypeError(
+                kernel.name, key, f"argument `{key}` is given twice: by position and by name"
+            )
+        values[index] = value
+    return tuple(_take_given(kernel, names, values))
+
+
+def _take_given(kernel, names, values):
+    for name, value in zip(names, values, strict=False):
+        if value is _MISSING:
+            raise ArgumentTypeError(kernel.name, name, f"argument `{name}` is missing")
+        yield value
+    yield from values[len(names) :]
+
+
+_MISSING = object()
+
+
+def _device_argument(kernel, args: tuple) -> str | None:
+    """The first tensor parameter given a device array that no host interface reads."""
+    from phobos.runtime.binding import DEVICE, HOST, has_interface
+    from phobos.sema import hir
+
+    for param, arg in zip(kernel.params, args, strict=False):
+        if not isinstance(param.type, hir.TensorT) or has_interface(arg, HOST):
+            continue
+        if has_interface(arg, DEVICE) or _dlpack_on_device(arg):
+            return param.name
+    return None
+
+
+def _dlpack_on_device(arg) -> bool:
+    try:
+        device_type, _ = arg.__dlpack_device__()
+    except Exception:
+        return False
+    return int(device_type) != 1  # DLPack's kDLCPU
 
 
 class Kernel:
@@ -146,7 +230,8 @@ class Kernel:
     `name`, `key` (the `@ph.kernel(key=(...))` extents, or None), `ast` (the
     `Kernel` node), `program` (a `Program`: the module's `@ph.fn`s and this
     kernel, in source order) and `source` (the Phobos text of `program`).
-    `kernel[grid](*args)` is the launch, not available in this version.
+    `kernel[grid](*args)` is the launch: on the CPU interpreter, for numpy arrays
+    (or any with `__array_interface__`), or for every array under `PHOBOS_INTERPRET=1`.
     """
 
     def __init__(self, func, key=None, **options):
@@ -161,6 +246,24 @@ class Kernel:
         self.ast: ph.Kernel = info.node
         items = [i.node for i in translation.items if i is info or i in fns]
         self.program = ph.Program(tuple(items), span=translation.program.span)
+        self._checked: dict[tuple | None, object] = {}
+
+    def checked(self, variant: dict[str, int] | None = None):
+        """The checked kernel (`hir.Kernel`) of `variant`, None for each `@autotune`
+        constant's first choice; checked once per variant. A kernel the checker refuses
+        raises `KernelCompileError` with the report.
+        """
+        key = None if variant is None else tuple(sorted(variant.items()))
+        found = self._checked.get(key)
+        if found is None:
+            from phobos.sema.check import check_kernel
+
+            found, diagnostics = check_kernel(self.program, self.name, variant)
+            errors = [d for d in diagnostics if d.severity == "error"]
+            if found is None or errors:
+                raise KernelCompileError(errors or diagnostics)
+            self._checked[key] = found
+        return found
 
     @property
     def source(self) -> str:
@@ -248,7 +351,8 @@ def fn(func=None, *, uses=None):
 
 
 def install_excepthook() -> None:
-    """Print an uncaught `CompileError` as its report alone, without a traceback.
+    """Print an uncaught `CompileError` as its report alone, without a traceback,
+    and an uncaught `LaunchError` (a refused argument or grid) as its message alone.
 
     Installed once, when `phobos.lang` is imported; any other exception goes to the
     hook that was there before. `PHOBOS_TRACEBACK=1` shows the traceback as well.
@@ -266,6 +370,10 @@ def install_excepthook() -> None:
             isatty = getattr(stream, "isatty", None)
             stream.write(render(exc.diagnostics, color=bool(isatty and isatty())))
             stream.flush()
+            return
+        if isinstance(exc, LaunchError) and os.environ.get("PHOBOS_TRACEBACK", "") in ("", "0"):
+            sys.stderr.write(f"error: {exc}\n")
+            sys.stderr.flush()
             return
         previous(exc_type, exc, tb)
 

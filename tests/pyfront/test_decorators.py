@@ -103,10 +103,10 @@ def test_fn_uses(tmp_path):
     assert module.store.ast.uses == ("W",)
 
 
-def test_launch_is_not_available_yet(tmp_path):
+def test_a_launch_binds_its_arguments(tmp_path):
     module, _ = _import(tmp_path, GOOD)
     launcher = module.saxpy[(4,)]
-    with pytest.raises(NotImplementedError, match="launching is not available yet"):
+    with pytest.raises(TypeError, match="argument `x` is an int"):
         launcher(1, 2, 3.0)
     with pytest.raises(TypeError, match=r"saxpy\[grid\]"):
         module.saxpy(1, 2, 3.0)
