@@ -1,0 +1,401 @@
+"""lir: the per-thread IR — what one thread of a CTA does, in typed virtual registers.
+
+The lowering turns a hir kernel's tile statements into lir by deciding where each
+tile lives and which thread owns which element (`phobos.lower.layout`); what is left
+is per-thread code close to PTX, which `phobos.ptx` emits almost op for op and
+`phobos.interp.threads` runs on numpy.
+
+The shape of the IR:
+
+- **Registers** (`Reg`) are typed and mutable, as PTX's are: a loop-carried value is
+  simply a register assigned in the loop. `Imm` is an immediate operand, written with its type
+  (`1.0:f32`).
+- **Instructions** (`Inst`) are flat: an opcode from `OPS`, destinations, sources,
+  a few attributes (`type`, `space`, `vec`, `cmp`, ...), an optional guard predicate
+  (`@%p` in PTX: the instruction runs only where the predicate holds) and the span of
+  the user's source line it came from (for `--check-races` and the debug log).
+- **Control flow is structured**: `If`, `For`, `Loop` (left by `Break`), `Continue`,
+  `Return`; PTX branches appear only at emission. Each region is a `Block`.
+- **Memory spaces** are named on the instruction: `global`, `shared`, `param`,
+  `local`. Addresses are 64-bit registers (`u64`) for global memory and 32-bit
+  (`u32`) for shared memory, computed by ordinary integer instructions.
+
+The text form (`print_kernel`) parses back (`parse_kernel`), so a failing case can
+be pasted into a test:
+
+    >>> k = Kernel("k", (Param("out", "u64"),), Block(()), threads=128)
+    >>> print(print_kernel(k))
+    kernel k(%out: u64) threads=128 smem=0 {
+    }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from phobos.source import Span
+
+# ---------------------------------------------------------------------------
+# Types: PTX's fundamental types. `pred` is a 1-bit predicate register.
+
+INT_TYPES = ("s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64")
+BIT_TYPES = ("b8", "b16", "b32", "b64")
+FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+TYPES = ("pred", *BIT_TYPES, *INT_TYPES, *FLOAT_TYPES)
+
+WIDTH = {"pred": 1}
+for _t in (*BIT_TYPES, *INT_TYPES, *FLOAT_TYPES):
+    WIDTH[_t] = 2 if _t == "bf16" else int(_t[1:]) // 8
+del _t
+
+
+def is_int(t: str) -> bool:
+    return t in INT_TYPES or t in BIT_TYPES
+
+
+def is_float(t: str) -> bool:
+    return t in FLOAT_TYPES
+
+
+def is_signed(t: str) -> bool:
+    return t.startswith("s")
+
+
+# ---------------------------------------------------------------------------
+# Operands
+
+
+@dataclass(frozen=True)
+class Reg:
+    """A virtual register: `%name` of one type for the whole kernel."""
+
+    name: str
+    type: str
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+@dataclass(frozen=True)
+class Imm:
+    """An immediate: a Python int or float of `type`."""
+
+    value: int | float
+    type: str
+
+    def __str__(self) -> str:
+        # The type is written out: the text form must say exactly what it holds.
+        value = repr(self.value) if isinstance(self.value, float) else str(self.value)
+        return f"{value}:{self.type}"
+
+
+Value = Reg | Imm
+
+
+# ---------------------------------------------------------------------------
+# The op table: opcode -> family. Each family's operands are checked by `verify`.
+
+# Arithmetic: dst = op(srcs) in attrs["type"].
+ARITH = {"add", "sub", "mul", "mul_hi", "mul_wide", "mad", "fma", "div", "rem", "neg", "abs",
+         "min", "max"}  # fmt: skip
+# Bits and integers: and/or/xor/not on integers or preds; shifts; population count;
+# byte permute (prmt) and the four-way byte dot product.
+BITS = {"and", "or", "xor", "not", "shl", "shr", "popc", "prmt", "dp4a"}
+# Comparison to a predicate (`cmp` attr: eq ne lt le gt ge, and for floats nan/num),
+# and select by predicate.
+COMPARE = {"setp", "selp"}
+# Conversions: attrs from_type, type, and rounding (rn rz rni rzi rmi rpi) or sat.
+CONVERT = {"cvt", "mov", "bitcast"}
+# Approximate math (SPEC.md "Elementwise"): ex2.approx, lg2.approx, ...
+MATH = {"ex2", "lg2", "sqrt", "rsqrt", "rcp", "tanh", "sin", "cos"}
+# Memory: ld/st with space and vector width; atomics with an `op` attr.
+MEMORY = {"ld", "st", "atom", "red"}
+# Special registers: attrs name (tid.x, ctaid.x, nctaid.x, laneid, warpid, ...).
+SPECIAL = {"sreg"}
+# Synchronization and ordering: bar.sync; fence (attrs scope: cta gpu sys, sem).
+SYNC = {"bar", "fence"}
+# Warp-wide: shfl (mode bfly up down idx, c = clamp) and vote (mode any all ballot).
+WARP = {"shfl", "vote"}
+# Stops the kernel with an error (a broken @aligned promise).
+TRAP = {"trap"}
+
+FAMILIES: dict[str, set[str]] = {
+    "arith": ARITH, "bits": BITS, "compare": COMPARE, "convert": CONVERT, "math": MATH,
+    "memory": MEMORY, "special": SPECIAL, "sync": SYNC, "warp": WARP, "trap": TRAP,
+}  # fmt: skip
+OPS: dict[str, str] = {op: family for family, ops in FAMILIES.items() for op in ops}
+
+SPACES = ("global", "shared", "param", "local")
+SPECIAL_REGS = (
+    "tid.x", "tid.y", "tid.z", "ntid.x", "ctaid.x", "ctaid.y", "ctaid.z",
+    "nctaid.x", "nctaid.y", "nctaid.z", "laneid", "warpid", "smid",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Inst:
+    """`dests = op.attrs srcs`, run only where `guard` holds (None: always).
+
+    `attrs` is a tuple of (key, value) pairs, sorted, so an instruction is hashable
+    and prints the same way every time. Use `attr(key)` to read one.
+    """
+
+    op: str
+    dests: tuple[Reg, ...]
+    srcs: tuple[Value, ...]
+    attrs: tuple[tuple[str, Any], ...] = ()
+    guard: Reg | None = None
+    guard_negated: bool = False
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == key:
+                return v
+        return default
+
+
+def inst(op: str, dests=(), srcs=(), *, guard=None, guard_negated=False, span=None, **attrs):
+    """Build an `Inst` with keyword attributes.
+
+    >>> a = Reg("a", "f32")
+    >>> print(print_item(inst("add", (a,), (a, Imm(1.0, "f32")), type="f32")))
+    %a = add.f32 %a, 1.0:f32
+    """
+    return Inst(
+        op,
+        tuple(dests),
+        tuple(srcs),
+        tuple(sorted(attrs.items())),
+        guard,
+        guard_negated,
+        span=span,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Structured control flow
+
+
+@dataclass(frozen=True)
+class Block:
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True)
+class If:
+    """Runs `then` where `cond` (a pred register) holds, `orelse` elsewhere."""
+
+    cond: Reg
+    then: Block
+    orelse: Block | None = None
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class For:
+    """`for var = lo; var < hi; var += step` (signed compare in var's type)."""
+
+    var: Reg
+    lo: Value
+    hi: Value
+    step: Value
+    body: Block
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Loop:
+    """Runs `body` until a `Break` leaves it."""
+
+    body: Block
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Break:
+    """Leaves the innermost `For`/`Loop`, where `cond` holds (None: always)."""
+
+    cond: Reg | None = None
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Continue:
+    """Goes to the next iteration of the innermost loop, where `cond` holds."""
+
+    cond: Reg | None = None
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Return:
+    """Ends the thread, where `cond` holds."""
+
+    cond: Reg | None = None
+    negated: bool = False
+
+
+Item = Inst | If | For | Loop | Break | Continue | Return
+
+
+# ---------------------------------------------------------------------------
+# The kernel
+
+
+@dataclass(frozen=True)
+class Param:
+    """One `.entry` parameter slot: a name and a PTX type (pointers are `u64`)."""
+
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class SharedBuffer:
+    """A named window of the kernel's shared memory: `size` bytes at `offset`."""
+
+    name: str
+    offset: int
+    size: int
+    align: int = 16
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel variant in per-thread form.
+
+    `smem` is the static shared memory in bytes; `dynamic_smem` True when the kernel
+    takes its shared memory at launch (`@dynshared`). `min_blocks`/`max_regs` come from
+    `@launch`; `index_width` is 32 or 64.
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    body: Block
+    threads: int = 256
+    smem: int = 0
+    shared: tuple[SharedBuffer, ...] = ()
+    dynamic_smem: bool = False
+    min_blocks: int | None = None
+    max_regs: int | None = None
+    index_width: int = 32
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+# ---------------------------------------------------------------------------
+# Text form
+
+
+def _attr_suffix(i: Inst) -> str:
+    """The PTX-like dotted suffix: `ld.global.v4.f32`, `setp.lt.s32`, `cvt.rn.f16.f32`."""
+    parts = []
+    for key in ("mode", "cmp", "space", "scope", "sem", "rounding", "atom"):
+        value = i.attr(key)
+        if value:
+            parts.append(str(value))
+    if i.attr("sat"):
+        parts.append("sat")
+    if i.attr("vec", 1) != 1:
+        parts.append(f"v{i.attr('vec')}")
+    if i.attr("name"):
+        parts.append(str(i.attr("name")))
+    if i.attr("type"):
+        parts.append(i.attr("type"))
+    if i.attr("from_type"):
+        parts.append(i.attr("from_type"))
+    return "".join("." + p for p in parts)
+
+
+# Attributes printed in the dotted suffix; any other prints as `key=value` after it.
+_SUFFIX_KEYS = {"mode", "cmp", "space", "scope", "sem", "rounding", "atom", "sat", "vec",
+                "name", "type", "from_type"}  # fmt: skip
+
+
+def print_item(item: Item, depth: int = 0) -> str:
+    pad = "  " * depth
+    if isinstance(item, Inst):
+        guard = ""
+        if item.guard is not None:
+            guard = f"@{'!' if item.guard_negated else ''}{item.guard} "
+        dests = ", ".join(str(d) for d in item.dests)
+        lhs = f"{dests} = " if dests else ""
+        extra = [f"{k}={v}" for k, v in item.attrs if k not in _SUFFIX_KEYS]
+        srcs = ", ".join(str(s) for s in item.srcs)
+        tail = (" " + srcs if srcs else "") + ("  [" + ", ".join(extra) + "]" if extra else "")
+        return f"{pad}{guard}{lhs}{item.op}{_attr_suffix(item)}{tail}"
+    if isinstance(item, If):
+        text = f"{pad}if {item.cond} {{\n{_print_block(item.then, depth + 1)}{pad}}}"
+        if item.orelse is not None:
+            text += f" else {{\n{_print_block(item.orelse, depth + 1)}{pad}}}"
+        return text
+    if isinstance(item, For):
+        head = f"{pad}for {item.var} = {item.lo} to {item.hi} step {item.step}"
+        return f"{head} {{\n{_print_block(item.body, depth + 1)}{pad}}}"
+    if isinstance(item, Loop):
+        return f"{pad}loop {{\n{_print_block(item.body, depth + 1)}{pad}}}"
+    if isinstance(item, (Break, Continue, Return)):
+        word = type(item).__name__.lower()
+        if item.cond is None:
+            return pad + word
+        return f"{pad}{word} if {'!' if item.negated else ''}{item.cond}"
+    raise TypeError(f"not a lir item: {item!r}")
+
+
+def _print_block(block: Block, depth: int) -> str:
+    return "".join(print_item(item, depth) + "\n" for item in block.items)
+
+
+def registers(kernel: Kernel) -> dict[str, str]:
+    """Every register the kernel names, with its type, in first-appearance order."""
+    found: dict[str, str] = {}
+
+    def note(value) -> None:
+        if isinstance(value, Reg) and value.name not in found:
+            found[value.name] = value.type
+
+    def walk(block: Block) -> None:
+        for item in block.items:
+            if isinstance(item, Inst):
+                for v in (*item.dests, *item.srcs, item.guard):
+                    note(v)
+            elif isinstance(item, If):
+                note(item.cond)
+                walk(item.then)
+                if item.orelse is not None:
+                    walk(item.orelse)
+            elif isinstance(item, For):
+                for v in (item.var, item.lo, item.hi, item.step):
+                    note(v)
+                walk(item.body)
+            elif isinstance(item, Loop):
+                walk(item.body)
+            else:
+                note(item.cond)
+
+    walk(kernel.body)
+    return found
+
+
+def print_kernel(kernel: Kernel) -> str:
+    """The text form: a header, the register declarations, the body."""
+    params = ", ".join(f"%{p.name}: {p.type}" for p in kernel.params)
+    head = f"kernel {kernel.name}({params}) threads={kernel.threads} smem={kernel.smem}"
+    if kernel.dynamic_smem:
+        head += " dynshared"
+    if kernel.min_blocks is not None:
+        head += f" min_blocks={kernel.min_blocks}"
+    if kernel.max_regs is not None:
+        head += f" max_regs={kernel.max_regs}"
+    if kernel.index_width != 32:
+        head += f" index={kernel.index_width}"
+    lines = [head + " {"]
+    for buf in kernel.shared:
+        lines.append(f"  shared {buf.name} @{buf.offset} size={buf.size} align={buf.align}")
+    param_names = {p.name for p in kernel.params}
+    for name, type_ in registers(kernel).items():
+        if name not in param_names:
+            lines.append(f"  reg %{name}: {type_}")
+    body = _print_block(kernel.body, 1)
+    return "\n".join(lines) + "\n" + body + "}"

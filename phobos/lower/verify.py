@@ -1,0 +1,207 @@
+"""The lir verifier, run after every pass in the tests.
+
+Invariants checked:
+
+1. Every instruction's op is in `lir.OPS`; guards and conditions are `pred` registers.
+2. A register has one type for the whole kernel; every register read is a parameter
+   or written somewhere in the kernel.
+3. Operand counts and types per family: arithmetic, bits and math results have the
+   instruction's `type` (`mul_wide` twice its width); `setp` writes a `pred`; `selp`
+   takes two values and a `pred`; `cvt` reads `from_type` and writes `type`.
+4. Memory: `space` is one of `lir.SPACES`; a global or param address is a `u64`
+   register, a shared address a `u32` or `u64`; `vec` is 1, 2 or 4 and a vector
+   access is at most 16 bytes; `ld` writes `vec` registers and `st` stores `vec`.
+5. `Break` and `Continue` appear only inside a `For` or `Loop`; a `For`'s bounds and
+   step have its variable's type.
+6. Shared buffers lie inside the kernel's shared memory and do not overlap unless
+   their names say they alias (the allocator's business: it writes `smem`).
+
+    >>> from phobos.lower.lir import Block, Kernel, Reg, inst
+    >>> bad = Kernel("k", (), Block((inst("add", (Reg("a", "f32"),), (Reg("b", "f32"),), type="f32"),)))
+    >>> try:
+    ...     verify(bad)
+    ... except LirError as exc:
+    ...     print(exc)
+    `k`: register `%b` is read but never written
+"""
+
+from __future__ import annotations
+
+from phobos.lower import lir
+
+
+class LirError(Exception):
+    """A broken lir invariant: a bug in the pass that produced it."""
+
+
+def verify(kernel: lir.Kernel) -> None:
+    """Raise `LirError` naming the first broken invariant; return None if all hold."""
+    _Verifier(kernel).run()
+
+
+class _Verifier:
+    def __init__(self, kernel: lir.Kernel):
+        self.kernel = kernel
+        self.types: dict[str, str] = {p.name: p.type for p in kernel.params}
+        self.written: set[str] = {p.name for p in kernel.params}
+        self.read: list[lir.Reg] = []
+
+    def fail(self, message: str, item=None) -> None:
+        where = f" in `{lir.print_item(item).strip()}`" if isinstance(item, lir.Inst) else ""
+        raise LirError(f"`{self.kernel.name}`: {message}{where}")
+
+    def run(self) -> None:
+        self.block(self.kernel.body, loops=0)
+        for reg in self.read:
+            if reg.name not in self.written:
+                self.fail(f"register `{reg}` is read but never written")
+        end = 0
+        for buf in sorted(self.kernel.shared, key=lambda b: b.offset):
+            if buf.offset % buf.align:
+                self.fail(f"shared buffer `{buf.name}` at {buf.offset} is not {buf.align}-aligned")
+            end = max(end, buf.offset + buf.size)
+        if end > self.kernel.smem and not self.kernel.dynamic_smem:
+            self.fail(f"shared buffers end at {end} bytes, past smem={self.kernel.smem}")
+
+    # -- registers -----------------------------------------------------------
+
+    def reg(self, value, *, write: bool = False, item=None) -> None:
+        if not isinstance(value, lir.Reg):
+            if not isinstance(value, lir.Imm) or value.type not in lir.TYPES:
+                self.fail(f"`{value}` is not an operand", item)
+            return
+        if value.type not in lir.TYPES:
+            self.fail(f"register `{value}` has no type `{value.type}`", item)
+        seen = self.types.setdefault(value.name, value.type)
+        if seen != value.type:
+            self.fail(f"register `{value}` is both {seen} and {value.type}", item)
+        if write:
+            self.written.add(value.name)
+        else:
+            self.read.append(value)
+
+    def pred(self, value, item=None) -> None:
+        if not isinstance(value, lir.Reg) or value.type != "pred":
+            self.fail(f"`{value}` is used as a condition but is not a pred register", item)
+        self.reg(value, item=item)
+
+    # -- structure -----------------------------------------------------------
+
+    def block(self, block: lir.Block, loops: int) -> None:
+        for item in block.items:
+            if isinstance(item, lir.Inst):
+                self.inst(item)
+            elif isinstance(item, lir.If):
+                self.pred(item.cond)
+                self.block(item.then, loops)
+                if item.orelse is not None:
+                    self.block(item.orelse, loops)
+            elif isinstance(item, lir.For):
+                self.reg(item.var, write=True)
+                if not lir.is_int(item.var.type):
+                    self.fail(f"loop variable `{item.var}` is not an integer")
+                for bound in (item.lo, item.hi, item.step):
+                    self.reg(bound)
+                    if bound.type != item.var.type:
+                        self.fail(f"loop bound `{bound}` is not {item.var.type}")
+                self.block(item.body, loops + 1)
+            elif isinstance(item, lir.Loop):
+                self.block(item.body, loops + 1)
+            elif isinstance(item, (lir.Break, lir.Continue)):
+                if loops == 0:
+                    self.fail(f"`{type(item).__name__.lower()}` outside a loop")
+                if item.cond is not None:
+                    self.pred(item.cond)
+            elif isinstance(item, lir.Return):
+                if item.cond is not None:
+                    self.pred(item.cond)
+            else:
+                self.fail(f"not a lir item: {item!r}")
+
+    # -- instructions --------------------------------------------------------
+
+    def inst(self, i: lir.Inst) -> None:
+        family = lir.OPS.get(i.op)
+        if family is None:
+            self.fail(f"unknown op `{i.op}`", i)
+        if i.guard is not None:
+            self.pred(i.guard, i)
+        for src in i.srcs:
+            self.reg(src, item=i)
+        for dest in i.dests:
+            self.reg(dest, write=True, item=i)
+        type_ = i.attr("type")
+        if type_ is not None and type_ not in lir.TYPES:
+            self.fail(f"unknown type `{type_}`", i)
+        check = getattr(self, f"check_{family}", None)
+        if check is not None:
+            check(i, type_)
+
+    def one_dest(self, i: lir.Inst, type_: str | None) -> None:
+        if len(i.dests) != 1:
+            self.fail(f"`{i.op}` writes one register, not {len(i.dests)}", i)
+        if type_ is not None and lir.WIDTH[i.dests[0].type] != lir.WIDTH[type_]:
+            self.fail(f"`{i.op}.{type_}` writes `{i.dests[0]}` of type {i.dests[0].type}", i)
+
+    def check_arith(self, i: lir.Inst, type_: str | None) -> None:
+        if type_ is None:
+            self.fail(f"`{i.op}` needs a type", i)
+        if i.op == "mul_wide":
+            if len(i.dests) != 1 or lir.WIDTH[i.dests[0].type] != 2 * lir.WIDTH[type_]:
+                self.fail("`mul_wide` writes a register twice its operands' width", i)
+            return
+        self.one_dest(i, type_)
+
+    def check_bits(self, i: lir.Inst, type_: str | None) -> None:
+        if i.op in ("and", "or", "xor", "not") and type_ == "pred":
+            return self.one_dest(i, type_)
+        if i.op in ("popc",):
+            return self.one_dest(i, None)
+        self.one_dest(i, type_)
+
+    def check_compare(self, i: lir.Inst, type_: str | None) -> None:
+        if i.op == "setp":
+            if len(i.dests) != 1 or i.dests[0].type != "pred":
+                self.fail("`setp` writes one pred register", i)
+            if i.attr("cmp") is None:
+                self.fail("`setp` needs a comparison", i)
+        else:
+            if len(i.srcs) != 3:
+                self.fail("`selp` takes two values and a pred", i)
+            self.pred(i.srcs[2], i)
+            self.one_dest(i, type_)
+
+    def check_convert(self, i: lir.Inst, type_: str | None) -> None:
+        self.one_dest(i, type_)
+        if i.op == "cvt" and i.attr("from_type") not in lir.TYPES:
+            self.fail("`cvt` needs the type it converts from", i)
+
+    def check_math(self, i: lir.Inst, type_: str | None) -> None:
+        self.one_dest(i, type_)
+
+    def check_memory(self, i: lir.Inst, type_: str | None) -> None:
+        space = i.attr("space")
+        if space not in lir.SPACES:
+            self.fail(f"`{i.op}` needs a memory space, one of {', '.join(lir.SPACES)}", i)
+        vec = i.attr("vec", 1)
+        if vec not in (1, 2, 4):
+            self.fail(f"vector width {vec} is not 1, 2 or 4", i)
+        if type_ is None:
+            self.fail(f"`{i.op}` needs a type", i)
+        if vec * lir.WIDTH[type_] > 16:
+            self.fail(f"a {vec} x {type_} access is wider than 16 bytes", i)
+        if not i.srcs or not isinstance(i.srcs[0], lir.Reg):
+            self.fail(f"`{i.op}` takes an address register first", i)
+        addr = i.srcs[0].type
+        wanted = ("u32", "u64") if space in ("shared", "local") else ("u64",)
+        if addr not in wanted:
+            self.fail(f"a {space} address is {' or '.join(wanted)}, not {addr}", i)
+        if i.op == "ld" and len(i.dests) != vec:
+            self.fail(f"a {vec}-wide load writes {vec} registers", i)
+        if i.op == "st" and len(i.srcs) != 1 + vec:
+            self.fail(f"a {vec}-wide store stores {vec} values", i)
+
+    def check_special(self, i: lir.Inst, type_: str | None) -> None:
+        if i.attr("name") not in lir.SPECIAL_REGS:
+            self.fail(f"unknown special register `{i.attr('name')}`", i)
+        self.one_dest(i, None)
