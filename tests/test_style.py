@@ -23,7 +23,7 @@ def _ruff() -> list[str]:
 @pytest.mark.parametrize("args", [["check"], ["format", "--check"]], ids=["lint", "format"])
 def test_ruff_clean(args):
     result = subprocess.run(
-        [*_ruff(), *args, "phobos", "tests", "tools"],
+        [*_ruff(), *args, "phobos", "tests", "tools", "benchmarks"],
         cwd=ROOT,
         capture_output=True,
         text=True,

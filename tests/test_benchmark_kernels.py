@@ -1,0 +1,55 @@
+"""The kernels the benchmarks time compute what their peers compute (tile interpreter, CPU).
+
+Ragged sizes, fresh random inputs, outputs poisoned first; float64 references.
+"""
+
+import numpy as np
+import pytest
+
+from benchmarks import kernels
+
+M, N = 8, 1000  # extents are multiples of 4; N is not a multiple of the tile: the last block is masked
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
+
+
+def test_vector_add(rng):
+    n = 4096 + 1000
+    x = rng.standard_normal(n, dtype=np.float32)
+    y = rng.standard_normal(n, dtype=np.float32)
+    out = np.full(n, np.nan, dtype=np.float32)
+    kernels.vector_add[lambda m: (-(-m["N"] // m["BLOCK"]),)](x, y, out)
+    np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6)
+
+
+def test_softmax_rows(rng):
+    x = rng.standard_normal((M, N), dtype=np.float32) * 4
+    y = np.full_like(x, np.nan)
+    kernels.softmax_rows[(M,)](x, y)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-7)
+
+
+def test_layer_norm(rng):
+    x = rng.standard_normal((M, N)).astype(np.float16)
+    w = rng.random((1, N)).astype(np.float16)
+    b = rng.random((1, N)).astype(np.float16)
+    y = np.full_like(x, np.nan)
+    kernels.layer_norm[(M,)](x, y, w, b, 1e-5)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=1, keepdims=True)
+    ref = (x64 - mean) / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5) * w + b
+    np.testing.assert_allclose(y.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+
+
+def test_rms_norm(rng):
+    x = rng.standard_normal((M, N)).astype(np.float16)
+    w = rng.random((1, N)).astype(np.float16)
+    y = np.full_like(x, np.nan)
+    kernels.rms_norm[(M,)](x, y, w, 1e-5)
+    x64 = x.astype(np.float64)
+    ref = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-5) * w
+    np.testing.assert_allclose(y.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
