@@ -8,7 +8,8 @@ import pytest
 
 from benchmarks import kernels
 
-M, N = 8, 1000  # extents are multiples of 4; N is not a multiple of the tile: the last block is masked
+# Extents are multiples of 4; N is not a multiple of the tile, so the last block is masked.
+M, N = 8, 1000
 
 
 @pytest.fixture
