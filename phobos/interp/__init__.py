@@ -14,11 +14,11 @@ from __future__ import annotations
 from phobos.interp.errors import InterpError
 
 
-def run_kernel(kernel, grid, args, dims=None) -> None:
+def run_kernel(kernel, grid, args, dims=None, *, max_iterations=None) -> None:
     """Run `kernel` over `grid` on numpy arrays: see `phobos.interp.tiles.run_kernel`."""
     from phobos.interp.tiles import run_kernel as run
 
-    run(kernel, grid, args, dims)
+    run(kernel, grid, args, dims, max_iterations=max_iterations)
 
 
 __all__ = ["InterpError", "run_kernel"]

@@ -1,18 +1,26 @@
 """Operators and elementwise built-ins on interpreter values (numpy scalars and arrays).
 
-Integers wrap at their type's width, `/` truncates toward zero, `%` takes the
-dividend's sign, `>>` is arithmetic; floats compute in their own type (f16 via
-numpy's float16, bf16 as float32 rounded after each operation).
+The rules are `phobos.semantics`'s, and only theirs: a numpy scalar (a uniform value)
+goes through `phobos.semantics` itself, an array through numpy code that computes the
+same bits (tests/interp/test_interp_vs_semantics.py compares the two element by
+element). Integers wrap at their type's width, `/` truncates toward zero, `%` takes the
+dividend's sign, a shift count past the width shifts every bit out, `>>` is arithmetic;
+a float operation is computed in f64 and rounded once to its type (an f32 one in f32,
+which is the same); the math built-ins compute in f64 and round to f32, then to their
+type (an f64 one stays in f64).
 
     >>> import numpy as np
     >>> int(binary("/", np.int32(-7), np.int32(2), "i32")), int(binary("%", np.int32(-7), np.int32(2), "i32"))
     (-3, -1)
+    >>> binary(">>", np.array([-8, 8], np.int32), np.array([-1, 40], np.int32), "i32").tolist()
+    [-1, 0]
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from phobos import semantics
 from phobos.interp.errors import InterpError
 from phobos.interp.values import DTYPES, FLOATS, INTS, convert
 
@@ -26,41 +34,119 @@ COMPARE = {
 }
 LOGIC = {"&&": np.logical_and, "||": np.logical_or}
 BITWISE = {"&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor}
+DIVISION_BY_ZERO = "integer division by zero"
 
 
-def int_divisor(b, active):
-    """`b` with zeros replaced by 1; raises when a zero divides in an active thread.
+# -- uniform values: phobos.semantics itself ----------------------------------------------
 
-    `active` is None for a tile operation (its masked padding divides by zero freely and
-    gives 0 there), else the thread mask the scalar operation runs under.
+
+def _is_scalar(*xs) -> bool:
+    return all(np.ndim(x) == 0 for x in xs)
+
+
+def _py(x, t: semantics.Scalar):
+    """A numpy scalar as the Python value `phobos.semantics` takes for type `t`."""
+    v = np.asarray(x).item()
+    if t.is_signed:
+        return semantics.wrap(int(v), t.bits)
+    if t.is_unsigned:
+        return semantics.wrap_unsigned(int(v), t.bits)
+    if t.is_float:
+        return float(v)
+    return bool(v)
+
+
+def _np(v, name: str):
+    """A value `phobos.semantics` computed, as the numpy scalar of type `name`."""
+    return np.array(v, DTYPES[name])[()]
+
+
+def _scalar_binary(op: str, a, b, name: str):
+    t = semantics.scalar(name)
+    try:
+        v = semantics.fold_binary("/" if op == "//" else op, _py(a, t), _py(b, t), t)
+    except semantics.DivisionByZero:
+        raise InterpError(DIVISION_BY_ZERO) from None
+    except semantics.BadOperand:
+        return None  # not a program's operation (a `u32` counter, say): numpy's
+    return _np(v, "bool" if isinstance(v, bool) else name)
+
+
+# -- arrays: numpy, the same bits -----------------------------------------------------------
+
+
+def int_divisor(b, active, padding=None):
+    """`b` with zeros replaced by 1, and where they were; raises when a zero divides.
+
+    `active` is the thread mask a scalar operation runs under: a zero divisor in an
+    active thread raises (an inactive thread's quotient is never kept). A tile operation
+    (`active` None) raises for a zero divisor anywhere but in the tile's padding, the
+    elements `padding` marks: those were read past a tensor's end as the fill 0, the
+    card divides by them without a fault, and their quotient (0 here) is masked out
+    where it is stored.
     """
     zero = np.equal(b, 0)
     if not np.any(zero):
         return b, None
-    if active is not None and np.any(zero & active):
-        raise InterpError("integer division by zero")
+    if active is not None:
+        if np.any(zero & active):
+            raise InterpError(DIVISION_BY_ZERO)
+    elif padding is None or np.any(zero & ~np.asarray(padding, bool)):
+        raise InterpError(DIVISION_BY_ZERO)
     return np.where(zero, np.ones_like(b), b), zero
 
 
-def binary(op: str, a, b, name: str, active=None):
-    """`a op b` for operands of scalar type `name`; comparisons give bool."""
+def _shift(op: str, a, b, name: str):
+    bits = INTS[name]
+    s = np.asarray(b).astype(np.int64)
+    big = (s < 0) | (s >= bits)  # read unsigned, a negative count is past the width too
+    sc = np.where(big, 0, s).astype(DTYPES[name])
+    if op == "<<":
+        return np.where(big, 0, np.left_shift(a, sc))
+    fill = np.where(np.less(a, 0), -1, 0)  # every bit shifted out: the sign's
+    return np.where(big, fill, np.right_shift(a, sc))
+
+
+def _float_binary(op: str, a, b, name: str):
+    if name in ("f16", "bf16"):  # in f64, rounded once to the type below
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if op == "+":
+        return np.add(a, b)
+    if op == "-":
+        return np.subtract(a, b)
+    if op == "*":
+        return np.multiply(a, b)
+    if op in ("/", "//"):
+        return np.divide(a, b)
+    if op == "%":
+        return np.fmod(a, b)  # exact: C's fmod, the dividend's sign
+    raise InterpError(f"operator `{op}` is not supported by the interpreter yet")
+
+
+def binary(op: str, a, b, name: str, active=None, padding=None):
+    """`a op b` for operands of scalar type `name`; comparisons give bool.
+
+    `active` and `padding` say where an integer division by zero is a fault: see
+    `int_divisor`.
+    """
+    if _is_scalar(a, b) and op not in LOGIC:
+        out = _scalar_binary(op, a, b, name)
+        if out is not None:
+            return out
     if op in COMPARE:
         return COMPARE[op](a, b)
     if op in LOGIC:
         return LOGIC[op](a, b)
-    is_float = name in FLOATS
+    if name in FLOATS and op in ("+", "-", "*", "/", "//", "%"):
+        return convert(_float_binary(op, a, b, name), name)
     if op == "+":
         out = np.add(a, b)
     elif op == "-":
         out = np.subtract(a, b)
     elif op == "*":
         out = np.multiply(a, b)
-    elif op in ("/", "//") and is_float:
-        out = np.divide(a, b)
-    elif op == "%" and is_float:
-        out = np.fmod(a, b)
     elif op in ("/", "//", "%"):
-        d, zero = int_divisor(b, active)
+        d, zero = int_divisor(b, active, padding)
         r = np.fmod(a, d)  # C remainder: the dividend's sign
         if op == "%":
             out = r
@@ -71,22 +157,19 @@ def binary(op: str, a, b, name: str, active=None):
     elif op in BITWISE:
         out = BITWISE[op](a, b)
     elif op in ("<<", ">>"):
-        bits = INTS[name]
-        s = np.asarray(b).astype(np.int64)
-        big = (s >= bits) | (s < 0)
-        sc = np.clip(s, 0, bits - 1).astype(DTYPES[name])
-        if op == "<<":
-            out = np.where(big, np.zeros_like(np.left_shift(a, sc)), np.left_shift(a, sc))
-        else:
-            out = np.right_shift(a, sc)  # a shift past the width fills with the sign
-        if np.ndim(out) == 0:
-            out = out[()]
+        out = _shift(op, a, b, name)
     else:
         raise InterpError(f"operator `{op}` is not supported by the interpreter yet")
     return convert(out, name)
 
 
 def unary(op: str, a, name: str):
+    if _is_scalar(a):
+        t = semantics.scalar(name)
+        try:
+            return _np(semantics.fold_unary(op, _py(a, t), t), name)
+        except semantics.BadOperand:
+            pass
     if op == "-":
         return convert(np.negative(a), name)
     if op == "!":
@@ -97,46 +180,78 @@ def unary(op: str, a, name: str):
 
 
 def minmax(which: str, a, b, name: str):
-    """min/max; a float NaN gives the other operand."""
+    """min/max: a float NaN gives the other operand, and `-0.0` is below `0.0`."""
+    if _is_scalar(a, b):
+        t = semantics.scalar(name)
+        try:
+            return _np(semantics.fold_call(which, [_py(a, t), _py(b, t)], t), name)
+        except semantics.BadOperand:
+            pass
     if name in FLOATS:
         f = np.fmin if which == "min" else np.fmax
+        out = f(a, b)
+        # fmin and fmax may give either zero of a tie: the negative one is the least
+        neg = np.signbit(a)
+        tie = np.where(neg, a, b) if which == "min" else np.where(neg, b, a)
+        out = np.where(np.equal(a, b), tie, out)
     else:
-        f = np.minimum if which == "min" else np.maximum
-    return convert(f(a, b), name)
+        out = (np.minimum if which == "min" else np.maximum)(a, b)
+    return convert(out, name)
 
 
-def _f(x):
-    x = np.asarray(x)
-    return x.astype(np.float64 if x.dtype == np.float64 else np.float32)
+def _f64(x):
+    return np.asarray(x).astype(np.float64)
+
+
+def _rsqrt(x):
+    return np.divide(1.0, np.sqrt(x))
 
 
 MATH = {
-    "exp": lambda x: np.exp(_f(x)),
-    "log": lambda x: np.log(_f(x)),
-    "sqrt": lambda x: np.sqrt(_f(x)),
-    "tanh": lambda x: np.tanh(_f(x)),
-    "round": lambda x: np.rint(_f(x)),
-    "floor": lambda x: np.floor(_f(x)),
-    "ceil": lambda x: np.ceil(_f(x)),
-    "rsqrt": lambda x: 1 / np.sqrt(_f(x)),
-    "sin": lambda x: np.sin(_f(x)),
-    "cos": lambda x: np.cos(_f(x)),
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "tanh": np.tanh,
+    "round": np.rint,  # ties to even, the sign of zero kept
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "rsqrt": _rsqrt,
+    "sin": np.sin,
+    "cos": np.cos,
+    "abs": np.abs,
 }
 
 
+def _math_result(r, name: str):
+    """A math built-in's f64 result: kept for f64, else rounded to f32, then to `name`."""
+    if name == "f64":
+        return r
+    return convert(r.astype(np.float32), name)
+
+
 def math1(fname: str, x, name: str):
-    """An elementwise math built-in; scalars and tiles compute in f32 (f64 stays f64)."""
-    if fname == "abs":
-        if name in FLOATS:
-            return convert(np.abs(_f(x)), name)
-        return convert(np.maximum(x, np.negative(x)), name)
-    return convert(MATH[fname](x), name)
+    """An elementwise math built-in, as `phobos.semantics.call` computes it: in f64,
+    rounded to f32 and then to the operand's type (f64 stays f64)."""
+    if _is_scalar(x):
+        t = semantics.scalar(name)
+        try:
+            return _np(semantics.call(fname, [_py(x, t)], t), name)
+        except semantics.BadOperand:
+            pass
+    if fname == "abs" and name not in FLOATS:
+        return convert(np.maximum(x, np.negative(x)), name)  # the least value stays negative
+    return _math_result(MATH[fname](_f64(x)), name)
 
 
 def power(a, b, name: str):
-    """`pow(a, b)` as exp(b * log(a))."""
-    a, b = _f(a), _f(b)
-    return convert(np.exp(b * np.log(a)), name)
+    """`pow(a, b)` as exp(b * log(a)), computed as `math1` computes."""
+    if _is_scalar(a, b):
+        t = semantics.scalar(name)
+        try:
+            return _np(semantics.call("pow", [_py(a, t), _py(b, t)], t), name)
+        except semantics.BadOperand:
+            pass
+    return _math_result(np.exp(_f64(b) * np.log(_f64(a))), name)
 
 
 # ---------------------------------------------------------------------------

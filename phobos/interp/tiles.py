@@ -25,6 +25,7 @@ there.
 from __future__ import annotations
 
 import itertools
+import os
 
 import numpy as np
 
@@ -38,14 +39,40 @@ from phobos.sema import hir
 QUANTIZED_SUFFIXES = ("_qgemm_t", "_qmma_staged_t")
 QUANTIZED = ("qdot_t", "qmma_t", "q50_qdot_t", "q50_qmma_t", "iq1s_qmma_t")
 MATH = ("exp", "log", "sqrt", "tanh", "round", "floor", "ceil", "abs", "rsqrt", "sin", "cos")
+ELEMENTWISE = frozenset(MATH) | {"pow", "min", "max", "tmax", "where"} | set(DTYPES)
+MAX_ITERATIONS = 10_000_000
+MAX_ITERATIONS_VAR = "PHOBOS_INTERP_MAX_ITERATIONS"
 FOLDS = {"sum", "max", "min", "any", "all", "argmax", "reduce"}
 
 
-def run_kernel(kernel: hir.Kernel, grid, args: dict, dims: dict | None = None) -> None:
+def iteration_limit() -> int:
+    """The most iterations one run of a loop may take before the interpreter calls it
+    endless: `PHOBOS_INTERP_MAX_ITERATIONS`, else `MAX_ITERATIONS`.
+
+    >>> iteration_limit() == int(os.environ.get(MAX_ITERATIONS_VAR, MAX_ITERATIONS))
+    True
+    """
+    raw = os.environ.get(MAX_ITERATIONS_VAR, "").strip()
+    if not raw:
+        return MAX_ITERATIONS
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise InterpError(f"`{MAX_ITERATIONS_VAR}` is `{raw}`: give a positive number")
+    return n
+
+
+def run_kernel(
+    kernel: hir.Kernel, grid, args: dict, dims: dict | None = None, *, max_iterations=None
+) -> None:
     """Run `kernel` over `grid` (1 to 3 axes) with `args` by parameter name.
 
     Tensors are numpy arrays, written in place; scalars are Python or numpy numbers.
     `dims` gives each dynamic extent its value; one left out is read off the arrays.
+    A loop that runs `max_iterations` times (default: `iteration_limit()`) and would go
+    on raises `InterpError` at the loop, as a loop that never ends would hang.
     """
     grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
     if not 1 <= len(grid) <= 3 or any(g < 1 for g in grid):
@@ -65,6 +92,7 @@ def run_kernel(kernel: hir.Kernel, grid, args: dict, dims: dict | None = None) -
             raise InterpError(f"no extent for dimension `{name}`", kernel.span)
     _check_aligned(kernel, dims)
     launch = Launch(kernel, grid, dims)
+    launch.max_iterations = max_iterations or iteration_limit()
     blocks = list(itertools.product(*(range(g) for g in reversed(grid))))
     blocks = [tuple(reversed(b)) for b in blocks]
     with np.errstate(all="ignore"):
@@ -76,6 +104,17 @@ def run_kernel(kernel: hir.Kernel, grid, args: dict, dims: dict | None = None) -
         else:
             for k, b in enumerate(blocks):
                 CTA(launch, env, b, k).run()
+
+
+def _while_loop(s: hir.While) -> str:
+    """`while` loop whose condition reads `x`: the loop named by what it waits on."""
+    names: list[str] = []
+    for node in walk(s.cond):
+        if isinstance(node, hir.Ref) and node.sym.name not in names:
+            names.append(node.sym.name)
+    if not names:
+        return "`while` loop"
+    return "`while` loop on " + ", ".join(f"`{n}`" for n in names)
 
 
 def _check_aligned(kernel: hir.Kernel, dims: dict) -> None:
@@ -125,6 +164,7 @@ class Launch:
         self.tensorcore = bool(getattr(kernel.attrs, "tensorcore", None))
         self.coop: Cooperative | None = None
         self.barriers = 0  # CTA barriers run (for tests and tracing)
+        self.max_iterations = MAX_ITERATIONS
 
 
 class Loop:
@@ -237,7 +277,9 @@ class CTA(BuiltinCalls):
         view = self.view(target)
         value = self.tile_value(s.value, view.shape)
         if s.op != "=":
-            value = ops.binary(s.op[:-1], view.read(), value, view.elem)
+            op = s.op[:-1]
+            padding = self.divisor_padding(op, view.elem, value, s.value)
+            value = ops.binary(op, view.read(), value, view.elem, None, padding)
         view.write(value)
 
     def s_ExprStmt(self, s: hir.ExprStmt):
@@ -265,11 +307,13 @@ class CTA(BuiltinCalls):
         entry = self.active
         loop = Loop(self.T)
         self.loops.append(loop)
+        turns = 0
         try:
             while True:
                 live = entry & ~loop.broken & ~self.returned & (i < hi)
                 if not live.any():
                     break
+                turns = self.count_turn(s, turns, f"`for` loop over `{s.var.name}`")
                 self.set_active(live)
                 self.env[s.var] = i
                 self.block(s.body)
@@ -283,6 +327,7 @@ class CTA(BuiltinCalls):
         entry = self.active
         loop = Loop(self.T)
         self.loops.append(loop)
+        turns = 0
         try:
             while True:
                 self.set_active(entry & ~loop.broken & ~self.returned)
@@ -291,12 +336,24 @@ class CTA(BuiltinCalls):
                 live = self.active & self.scalar(s.cond)
                 if not live.any():
                     break
+                turns = self.count_turn(s, turns, _while_loop(s))
                 self.set_active(live)
                 self.block(s.body)
                 loop.continued[:] = False
         finally:
             self.loops.pop()
         self.set_active(entry & ~self.returned)
+
+    def count_turn(self, s, turns: int, what: str) -> int:
+        """One more iteration of the loop `s`; past the launch's limit, an error."""
+        limit = self.launch.max_iterations
+        if turns >= limit:
+            raise InterpError(
+                f"this {what} did not finish after {limit} iterations; if it is meant to "
+                f"run longer, raise the limit with `{MAX_ITERATIONS_VAR}`",
+                s.span,
+            )
+        return turns + 1
 
     def s_Break(self, s):
         self.loops[-1].broken |= self.active
@@ -479,7 +536,47 @@ class CTA(BuiltinCalls):
             if isinstance(e.right.type, hir.Scalar):
                 b = self.uniform(b)
         name = elem_name(e.left.type)
-        return ops.binary(e.op, a, b, name, None if tile else self.active)
+        padding = self.divisor_padding(e.op, name, b, e.right) if tile else None
+        return ops.binary(e.op, a, b, name, None if tile else self.active, padding)
+
+    def divisor_padding(self, op, name, divisor, e):
+        """The padding of a tile divisor that holds a zero (see `ops.int_divisor`)."""
+        if op not in ("/", "//", "%") or name in FLOATS or not np.any(np.equal(divisor, 0)):
+            return None
+        return self.padding(e)
+
+    def padding(self, e):
+        """Where the tile `e` holds fill read past a tensor, as a mask broadcast to its
+        shape, or None where it holds none that is known: a slice's elements past its
+        tensor, and what an elementwise operator, conversion or built-in computes from
+        them. A var tile's elements count as real, whatever they were written from.
+        A slice's starts are evaluated again, as subscripts they have no effects."""
+        if isinstance(e.type, hir.Scalar):
+            return None
+        if isinstance(e, hir.Slice):
+            if self.run_k is not None or all(sub.point for sub in e.subs):
+                return None
+            return self.view(e).outside()
+        if isinstance(e, hir.Ref):  # a let of a slice is a view; a var tile has no padding
+            value = self.env.get(e.sym)
+            return value.outside() if isinstance(value, View) else None
+        if isinstance(e, hir.Convert):
+            return self.padding(e.value)
+        if isinstance(e, hir.Unary):
+            return self.padding(e.operand)
+        if isinstance(e, hir.Binary):
+            parts = [self.padding(e.left), self.padding(e.right)]
+        elif isinstance(e, hir.Builtin) and e.name in ELEMENTWISE:
+            parts = [self.padding(a) for a in e.args]
+        else:
+            return None
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return None
+        out = parts[0]
+        for p in parts[1:]:
+            out = out | p
+        return out
 
     def e_Slice(self, e: hir.Slice):
         if all(sub.point for sub in e.subs):
