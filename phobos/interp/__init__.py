@@ -21,4 +21,20 @@ def run_kernel(kernel, grid, args, dims=None, *, max_iterations=None) -> None:
     run(kernel, grid, args, dims, max_iterations=max_iterations)
 
 
-__all__ = ["InterpError", "run_kernel"]
+def run_lir(kernel, grid, params, memory, **options):
+    """Run a lir kernel on numpy: see `phobos.interp.threads.run_lir`."""
+    from phobos.interp.threads import run_lir as run
+
+    return run(kernel, grid, params, memory, **options)
+
+
+def __getattr__(name: str):
+    # The threads interpreter's memory and report, imported (with numpy) on first use.
+    if name in ("GlobalMemory", "RunReport"):
+        from phobos.interp import threads
+
+        return getattr(threads, name)
+    raise AttributeError(f"module 'phobos.interp' has no attribute '{name}'")
+
+
+__all__ = ["GlobalMemory", "InterpError", "RunReport", "run_kernel", "run_lir"]

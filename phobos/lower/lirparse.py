@@ -18,9 +18,12 @@ import re
 
 from phobos.lower import lir
 
+_PRMT_MODES = {"f4e", "b4e", "rc8", "ecl", "ecr", "rc16"}
+
 # The words a dotted suffix may hold, by the attribute they set.
 _SUFFIX_WORDS: dict[str, set[str]] = {
-    "mode": {"bfly", "up", "down", "idx", "any", "all", "ballot"},
+    # shfl and vote modes, and prmt's byte-permute modes
+    "mode": {"bfly", "up", "down", "idx", "any", "all", "uni", "ballot"} | _PRMT_MODES,
     "cmp": {
         "eq",
         "ne",

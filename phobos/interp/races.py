@@ -1,0 +1,247 @@
+"""The shared-memory race check of the threads interpreter (`--check-races`).
+
+Between two barriers (an *epoch*) a CTA's threads run in no order the program may rely
+on, so a shared byte that one thread writes and another thread reads or writes in the
+same epoch is a race: what the reader sees, or which write lands, depends on timing.
+The recorder keeps, for each shared byte of the running CTA, the first thread that
+wrote it, the first two distinct threads that read it and the first two that updated
+it atomically (with the instruction of each); that is enough to find every such pair,
+since a third thread differs from one of two distinct ones. Atomics do not race with
+each other; an atomic and a plain access of another thread do.
+
+Global memory is not checked: a race there between threads of one CTA, or between CTAs,
+is out of scope (compute-sanitizer's racecheck covers shared memory only, too).
+
+    >>> import numpy as np
+    >>> from phobos.lower.lir import Reg, inst
+    >>> st = inst("st", (), (Reg("a", "u32"), Reg("v", "f32")), space="shared", type="f32")
+    >>> ld = inst("ld", (Reg("w", "f32"),), (Reg("b", "u32"),), space="shared", type="f32")
+    >>> rec = RaceRecorder(16)
+    >>> rec.access("write", st, np.array([0, 1]), np.array([0, 4]), 4)
+    >>> rec.access("read", ld, np.array([2]), np.array([4]), 4)
+    >>> [(r.kind, r.offset, r.thread_a, r.thread_b) for r in rec.races]
+    [('read/write', 4, 1, 2)]
+    >>> rec.barrier()
+    >>> rec.access("read", ld, np.array([3]), np.array([0]), 4)
+    >>> len(rec.races)
+    1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from phobos.diagnostics import Diagnostic, Label
+from phobos.lower import lir
+from phobos.source import Span
+
+KINDS = ("write/write", "read/write", "atomic/write", "atomic/read")
+
+
+@dataclass(frozen=True)
+class RacePair:
+    """Two threads of one CTA touching shared byte `offset` in one epoch, one of them
+    writing: `thread_a` by `inst_a` first, then `thread_b` by `inst_b`.
+
+    `kind` is `write/write`, `read/write` (a write and a read, in either order),
+    `atomic/write` or `atomic/read`. `buffer` names the `SharedBuffer` holding the byte
+    (None outside every buffer) and `buffer_offset` is its offset there.
+    """
+
+    kind: str
+    offset: int
+    buffer: str | None
+    buffer_offset: int
+    cta: tuple[int, int, int]
+    thread_a: int
+    thread_b: int
+    inst_a: lir.Inst = field(repr=False)
+    inst_b: lir.Inst = field(repr=False)
+
+    @property
+    def span_a(self) -> Span | None:
+        return self.inst_a.span
+
+    @property
+    def span_b(self) -> Span | None:
+        return self.inst_b.span
+
+    @property
+    def where(self) -> str:
+        if self.buffer is None:
+            return f"shared byte {self.offset}"
+        return f"shared `{self.buffer}` byte {self.buffer_offset}"
+
+    def message(self) -> str:
+        """One line: what raced, between which threads and instructions, where."""
+        return (
+            f"data race ({self.kind}) on {self.where} in block {self.cta}: "
+            f"thread {self.thread_a} {_verb(self.inst_a)} it at {_place(self.inst_a)} and "
+            f"thread {self.thread_b} {_verb(self.inst_b)} it at {_place(self.inst_b)} "
+            "with no barrier between"
+        )
+
+    def diagnostic(self) -> Diagnostic:
+        """The race as a diagnostic at the second access, the first as a secondary label."""
+        b_says = f"thread {self.thread_b} {_verb(self.inst_b)} it here"
+        primary = Label(self.span_b, b_says) if self.span_b else None
+        secondary = []
+        if self.span_a is not None:
+            a_says = f"thread {self.thread_a} {_verb(self.inst_a)} it here"
+            secondary.append(Label(self.span_a, a_says))
+        return Diagnostic.error(
+            None,
+            f"data race ({self.kind}) on {self.where} between threads {self.thread_a} and "
+            f"{self.thread_b} of block {self.cta}",
+            primary,
+            secondary=secondary,
+            notes=[f"the accesses are `{_text(self.inst_a)}` and `{_text(self.inst_b)}`"],
+            help="put a `barrier()` between the two accesses",
+        )
+
+
+def _verb(i: lir.Inst) -> str:
+    return {"ld": "reads", "st": "writes"}.get(i.op, "updates")
+
+
+def _text(i: lir.Inst) -> str:
+    return lir.print_item(i).strip()
+
+
+def _place(i: lir.Inst) -> str:
+    span = i.span
+    if span is None:
+        return f"`{_text(i)}`"
+    line, col = span.source.line_col(span.start)
+    return f"{span.source.name}:{line}:{col}"
+
+
+class RaceRecorder:
+    """Who touched each shared byte of the running CTA in the current epoch.
+
+    `access(kind, inst, threads, offsets, nbytes)` records one instruction's accesses
+    (`kind` read, write or atomic; one `nbytes` access per thread); `barrier()` closes the
+    epoch; `new_cta(cta)` starts a CTA. The first `limit` distinct races (by kind and the
+    pair of instructions) are kept in `races`; `found` counts every racing byte.
+    """
+
+    def __init__(self, size: int, buffers=(), limit: int = 8):
+        self.size = size
+        self.buffers = tuple(buffers)
+        self.limit = limit
+        self.races: list[RacePair] = []
+        self.found = 0
+        self.epochs = 0
+        self.cta = (0, 0, 0)
+        self._insts: list[lir.Inst] = []
+        self._inst_ids: dict[int, int] = {}
+        self._seen: set[tuple[str, int, int]] = set()
+        # per byte: [thread, inst] for writer, reader 1, reader 2, atomic 1, atomic 2
+        self._who = np.full((5, 2, size), -1, np.int64)
+
+    def new_cta(self, cta) -> None:
+        self.cta = tuple(cta) + (0,) * (3 - len(cta))
+        self.barrier()
+
+    def barrier(self) -> None:
+        self._who.fill(-1)
+        self.epochs += 1
+
+    def _id(self, inst: lir.Inst) -> int:
+        key = id(inst)
+        if key not in self._inst_ids:
+            self._inst_ids[key] = len(self._insts)
+            self._insts.append(inst)
+        return self._inst_ids[key]
+
+    def access(self, kind: str, inst: lir.Inst, threads, offsets, nbytes: int) -> None:
+        threads = np.asarray(threads, np.int64)
+        if threads.size == 0:
+            return
+        me = self._id(inst)
+        byte = (np.asarray(offsets, np.int64)[:, None] + np.arange(nbytes)).reshape(-1)
+        th = np.repeat(threads, nbytes)
+        writer, r1, r2, a1, a2 = (self._who[k] for k in range(5))
+        checks = {
+            "write": [(writer, "write/write"), (r1, "read/write"), (r2, "read/write"),
+                      (a1, "atomic/write"), (a2, "atomic/write")],
+            "read": [(writer, "read/write"), (a1, "atomic/read"), (a2, "atomic/read")],
+            "atomic": [(writer, "atomic/write"), (r1, "atomic/read"), (r2, "atomic/read")],
+        }[kind]  # fmt: skip
+        for slot, race_kind in checks:
+            other = slot[0][byte]
+            hit = (other >= 0) & (other != th)
+            if hit.any():
+                self._report(race_kind, byte, slot[0][byte], slot[1][byte], th, me, hit)
+        # Two threads writing one byte in the same instruction race with each other.
+        order = np.lexsort((th, byte))
+        sb, st = byte[order], th[order]
+        same = (sb[1:] == sb[:-1]) & (st[1:] != st[:-1])
+        if kind == "write" and same.any():
+            hit = np.zeros(sb.size, bool)
+            hit[1:] = same
+            prev = np.concatenate(([-1], st[:-1]))
+            self._report("write/write", sb, prev, np.full(sb.size, me), st, me, hit)
+        # Record: the first writer; the first two distinct readers (or atomics).
+        first = np.ones(sb.size, bool)
+        first[1:] = sb[1:] != sb[:-1]
+        b0, t0 = sb[first], st[first]
+        if kind == "write":
+            keep = writer[0][b0] < 0
+            writer[0][b0[keep]] = t0[keep]
+            writer[1][b0[keep]] = me
+            return
+        one, two = (r1, r2) if kind == "read" else (a1, a2)
+        second = np.zeros(sb.size, bool)
+        second[1:] = (sb[1:] == sb[:-1]) & (st[1:] != st[:-1])
+        # the second distinct thread of each byte in this access, if any (sorted by thread)
+        t1 = np.full(b0.size, -1, np.int64)
+        pos = np.nonzero(second)[0]
+        if pos.size:
+            group = (np.cumsum(first) - 1)[pos]
+            lead = np.ones(pos.size, bool)
+            lead[1:] = group[1:] != group[:-1]
+            t1[group[lead]] = st[pos[lead]]
+        old1, old2 = one[0][b0], two[0][b0]
+        new1 = np.where(old1 < 0, t0, old1)
+        new2 = old2
+        for cand in (t0, t1):
+            take = ((new2 < 0) | (new2 == new1)) & (cand >= 0) & (cand != new1)
+            new2 = np.where(take, cand, new2)
+        one[1][b0] = np.where(old1 < 0, me, one[1][b0])
+        one[0][b0] = new1
+        two[1][b0] = np.where((new2 != old2), me, two[1][b0])
+        two[0][b0] = new2
+
+    def _report(self, kind, byte, other_thread, other_inst, thread, me, hit) -> None:
+        where = np.nonzero(hit)[0]
+        self.found += int(where.size)
+        for k in where:
+            a_inst = self._insts[int(other_inst[k])]
+            key = (kind, int(other_inst[k]), me)
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            if len(self.races) >= self.limit:
+                return
+            offset = int(byte[k])
+            buffer, buffer_offset = None, offset
+            for buf in self.buffers:
+                if buf.offset <= offset < buf.offset + buf.size:
+                    buffer, buffer_offset = buf.name, offset - buf.offset
+                    break
+            self.races.append(
+                RacePair(
+                    kind,
+                    offset,
+                    buffer,
+                    buffer_offset,
+                    self.cta,
+                    int(other_thread[k]),
+                    int(thread[k]),
+                    a_inst,
+                    self._insts[me],
+                )
+            )

@@ -1,0 +1,298 @@
+"""The threads interpreter: runs lir (`phobos.lower.lir`) on numpy — the executable
+definition of lir.
+
+CTAs run one after another; the threads of a CTA run together, each register an array
+over them (`threads_values`), control under a per-thread condition masked: an `If` runs
+`then` where its condition holds and `orelse` where it does not, a `For` or `Loop` runs
+while any thread is still in it, and `Break`/`Continue`/`Return` take threads out of the
+innermost loop's iteration, the loop, or the kernel. Global memory is a `GlobalMemory`
+of byte arrays at fake addresses (an access outside every buffer stops the run with an
+`InterpError` at the instruction's span); shared memory is one byte array per CTA,
+filled with 0xFF bytes at the start, as it holds no defined value (an f32 read before
+any write is a NaN). With `check_races=True` a `RaceRecorder` (`phobos.interp.races`)
+watches every shared access between barriers; global memory is not race-checked.
+
+What PTX leaves undefined is an error here, at the instruction's span: a `bar` that not
+every running thread of the CTA reaches, a `shfl` that reads a lane not running it, an
+integer division by zero, a misaligned access. Modules: `threads_values` (types, bits,
+`cvt`), `threads_ops` (arithmetic, bits, comparisons, math), `threads_exec` (dispatch
+by op family), `threads_access` (ld, st, atom, red), `threads_warp` (shfl, vote),
+`threads_memory` (global memory).
+
+    >>> import numpy as np
+    >>> from phobos.lower.lir import Block, Imm, Kernel, Param, Reg, inst
+    >>> out, t, a = Reg("out", "u64"), Reg("t", "u32"), Reg("a", "u64")
+    >>> body = Block((
+    ...     inst("sreg", (t,), (), name="tid.x"),
+    ...     inst("mul_wide", (a,), (t, Imm(4, "u32")), type="u32"),
+    ...     inst("add", (a,), (a, out), type="u64"),
+    ...     inst("st", (), (a, t), space="global", type="u32"),
+    ... ))
+    >>> mem = GlobalMemory()
+    >>> buf = mem.place(np.zeros(8, np.uint32))
+    >>> report = run_lir(Kernel("k", (Param("out", "u64"),), body, threads=8), 1, {"out": buf}, mem)
+    >>> mem.read(buf).tolist(), report.ctas
+    ([0, 1, 2, 3, 4, 5, 6, 7], 1)
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from phobos.interp.errors import InterpError
+from phobos.interp.races import RacePair, RaceRecorder
+from phobos.interp.threads_access import MemoryOps
+from phobos.interp.threads_exec import InstOps
+from phobos.interp.threads_memory import GlobalMemory
+from phobos.interp.threads_ops import arith, compare
+from phobos.interp.threads_values import DTYPE, bits_of, immediate, reinterpret
+from phobos.interp.threads_warp import WarpOps
+from phobos.lower import lir
+
+__all__ = ["GlobalMemory", "RunReport", "run_lir"]
+
+SHARED_FILL = 0xFF  # the bytes shared memory holds before a CTA writes it
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What a run saw: the CTAs run, the barriers passed (all CTAs), and with
+    `check_races` the first races found (`races`) and how many racing bytes (`races_found`).
+    """
+
+    ctas: int
+    barriers: int = 0
+    races: tuple[RacePair, ...] = ()
+    races_found: int = 0
+
+    @property
+    def race_free(self) -> bool:
+        return not self.races
+
+    def format_races(self) -> str:
+        """One line per race kept."""
+        return "\n".join(r.message() for r in self.races)
+
+
+def run_lir(
+    kernel: lir.Kernel,
+    grid,
+    params: dict[str, object],
+    memory: GlobalMemory,
+    *,
+    check_races: bool = False,
+    dynamic_smem: int = 0,
+    max_races: int = 8,
+    max_iterations: int | None = None,
+) -> RunReport:
+    """Run `kernel` over `grid` (an int or 1 to 3 block counts, x first).
+
+    `params` gives every parameter slot its value by name: a pointer slot (`u64`) an
+    address from `memory.place`/`memory.alloc`, a scalar slot a number (a `b16` slot of an
+    f16 or bf16 scalar takes the bits, or a numpy float16). `dynamic_smem` is the dynamic
+    shared memory in bytes, after the kernel's static `smem`. A loop that runs more than
+    `max_iterations` times (default `phobos.interp.tiles.iteration_limit()`) is an error.
+    """
+    from phobos.interp.tiles import iteration_limit
+
+    grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+    if not 1 <= len(grid) <= 3 or any(g < 1 for g in grid):
+        raise InterpError(f"a grid has 1 to 3 positive extents, not {list(grid)}", kernel.span)
+    if not 1 <= kernel.threads <= 1024:
+        raise InterpError(f"a CTA has 1 to 1024 threads, not {kernel.threads}", kernel.span)
+    if kernel.dynamic_smem and not dynamic_smem:
+        raise InterpError("the kernel takes dynamic shared memory: pass its size", kernel.span)
+    size = kernel.smem + int(dynamic_smem)
+    for buf in kernel.shared:
+        if buf.offset + buf.size > size:
+            raise InterpError(
+                f"shared buffer `{buf.name}` ends at byte {buf.offset + buf.size}, "
+                f"past the {size} bytes of shared memory",
+                kernel.span,
+            )
+    values = {}
+    for p in kernel.params:
+        if p.name not in params:
+            raise InterpError(f"no value for parameter `{p.name}`", kernel.span)
+        values[p.name] = _param_value(p, params[p.name], kernel)
+    full = grid + (1,) * (3 - len(grid))
+    launch = _Launch(kernel, full, values, memory, size, max_iterations or iteration_limit())
+    if check_races:
+        launch.recorder = RaceRecorder(size, kernel.shared, max_races)
+    ctas = 0
+    with np.errstate(all="ignore"):
+        for z, y, x in itertools.product(*(range(g) for g in reversed(full))):
+            _CTA(launch, (x, y, z)).run()
+            ctas += 1
+    rec = launch.recorder
+    return RunReport(
+        ctas,
+        launch.barriers,
+        tuple(rec.races) if rec else (),
+        rec.found if rec else 0,
+    )
+
+
+def _param_value(p: lir.Param, value, kernel):
+    try:
+        if isinstance(value, np.generic) and value.dtype.kind == "f" and lir.is_int(p.type):
+            if value.dtype.itemsize != lir.WIDTH[p.type]:
+                raise InterpError(f"a {value.dtype} does not fill a {p.type} slot")
+            return bits_of(np.asarray(value), {2: "f16", 4: "f32", 8: "f64"}[value.itemsize])[()]
+        if isinstance(value, (bool, np.bool_)):
+            value = int(value)
+        if isinstance(value, np.generic):
+            value = value.item()
+        return immediate(value, p.type)
+    except InterpError as exc:
+        raise InterpError(f"parameter `{p.name}`: {exc.message}", kernel.span) from None
+
+
+class _Launch:
+    """What every CTA of one run shares."""
+
+    def __init__(self, kernel, grid, params, memory, smem, max_iterations):
+        self.kernel = kernel
+        self.grid = grid
+        self.params = params
+        self.memory = memory
+        self.smem = smem
+        self.max_iterations = max_iterations
+        self.recorder: RaceRecorder | None = None
+        self.barriers = 0
+
+
+class _Loop:
+    """The threads that left a loop (`broken`) or this iteration (`continued`)."""
+
+    def __init__(self, threads: int):
+        self.broken = np.zeros(threads, bool)
+        self.continued = np.zeros(threads, bool)
+
+
+class _CTA(InstOps, MemoryOps, WarpOps):
+    """One CTA's run: its registers, shared memory and active threads."""
+
+    def __init__(self, launch: _Launch, ctaid):
+        self.launch = launch
+        self.kernel = launch.kernel
+        self.ctaid = ctaid
+        self.T = launch.kernel.threads
+        self.tid = np.arange(self.T, dtype=np.int64)
+        self.regs: dict[str, np.ndarray] = {}
+        self.returned = np.zeros(self.T, bool)
+        self.smem = np.full(launch.smem, SHARED_FILL, np.uint8)
+        self.local = np.zeros((self.T, 0), np.uint8)
+        for p in self.kernel.params:
+            self.regs[p.name] = np.full(self.T, launch.params[p.name], DTYPE[p.type])
+        if launch.recorder is not None:
+            launch.recorder.new_cta(ctaid)
+
+    # -- registers -----------------------------------------------------------
+
+    def reg(self, r: lir.Reg):
+        arr = self.regs.get(r.name)
+        if arr is None:
+            arr = self.regs[r.name] = np.zeros(self.T, DTYPE[r.type])
+        return arr
+
+    def value(self, v: lir.Value, t: str):
+        """Operand `v` read as type `t`: an array over the CTA's threads."""
+        if isinstance(v, lir.Imm):
+            if lir.is_float(v.type) and lir.is_float(t):
+                val = immediate(v.value, t)
+            else:
+                val = reinterpret(immediate(v.value, v.type), v.type, t, f"`{v}`")
+            return np.full(self.T, val, DTYPE[t])
+        return reinterpret(self.reg(v), v.type, t, f"register `{v}`")
+
+    def write(self, r: lir.Reg, value, t: str, mask) -> None:
+        """Store `value` (of type `t`) into register `r` where `mask` holds."""
+        value = np.broadcast_to(np.asarray(value).astype(DTYPE[t], copy=False), (self.T,))
+        value = reinterpret(value, t, r.type, f"a {t} result written to `{r}`")
+        arr = self.reg(r)
+        arr[mask] = value[mask]
+
+    # -- control -------------------------------------------------------------
+
+    def run(self) -> None:
+        self.block(self.kernel.body, np.ones(self.T, bool), None)
+
+    def block(self, block: lir.Block, mask, loop: _Loop | None) -> None:
+        """Run `block`'s items for the threads of `mask` still running."""
+        for item in block.items:
+            eff = mask & ~self.returned
+            if loop is not None:
+                eff &= ~(loop.broken | loop.continued)
+            if not eff.any():
+                return
+            if isinstance(item, lir.Inst):
+                self.inst(item, eff)
+            elif isinstance(item, lir.If):
+                cond = self.value(item.cond, "pred")
+                then, orelse = eff & cond, eff & ~cond
+                if then.any():
+                    self.block(item.then, then, loop)
+                if item.orelse is not None and orelse.any():
+                    self.block(item.orelse, orelse, loop)
+            elif isinstance(item, lir.For):
+                self.for_(item, eff)
+            elif isinstance(item, lir.Loop):
+                self.loop(item, eff)
+            elif isinstance(item, (lir.Break, lir.Continue, lir.Return)):
+                leaving = eff
+                if item.cond is not None:
+                    cond = self.value(item.cond, "pred")
+                    leaving = eff & (~cond if item.negated else cond)
+                if isinstance(item, lir.Return):
+                    self.returned |= leaving
+                elif loop is None:
+                    raise InterpError(f"`{type(item).__name__.lower()}` outside a loop")
+                elif isinstance(item, lir.Break):
+                    loop.broken |= leaving
+                else:
+                    loop.continued |= leaving
+            else:
+                raise InterpError(f"not a lir item: {item!r}")
+
+    def _count(self, n: int, span) -> None:
+        if n > self.launch.max_iterations:
+            raise InterpError(
+                f"the loop ran past {self.launch.max_iterations} iterations: it looks endless",
+                span,
+            )
+
+    def for_(self, item: lir.For, eff) -> None:
+        var, t = item.var, item.var.type
+        self.write(var, self.value(item.lo, t), t, eff)
+        frame = _Loop(self.T)
+        inside = eff.copy()
+        n = 0
+        while True:
+            inside &= ~self.returned & ~frame.broken
+            inside &= compare("lt", t, self.reg(var), self.value(item.hi, t))
+            if not inside.any():
+                return
+            n += 1
+            self._count(n, item.span)
+            frame.continued[:] = False
+            self.block(item.body, inside, frame)
+            inside &= ~frame.broken & ~self.returned
+            stepped = arith("add", t, [self.value(var, t), self.value(item.step, t)])
+            self.write(var, stepped, t, inside)
+
+    def loop(self, item: lir.Loop, eff) -> None:
+        frame = _Loop(self.T)
+        inside = eff.copy()
+        n = 0
+        while True:
+            inside &= ~self.returned & ~frame.broken
+            if not inside.any():
+                return
+            n += 1
+            self._count(n, item.span)
+            frame.continued[:] = False
+            self.block(item.body, inside, frame)
