@@ -103,6 +103,18 @@ def _dump_hir(kernels) -> str:
     return dump_kernels(kernels)
 
 
+def _lower(kernels, unit: Unit):
+    from phobos.lower.kernel import lower_stage
+
+    return lower_stage(kernels, unit)
+
+
+def _print_lir(kernels) -> str:
+    from phobos.lower.kernel import print_kernels
+
+    return print_kernels(kernels)
+
+
 def _print_ph(program, unit: Unit) -> str:
     from phobos.syntax import printer
 
@@ -138,6 +150,7 @@ STAGES: dict[str, Stage] = {
     "ph": Stage("ast", _print_ph),  # canonical `.ph` text
     "py": Stage("ast", _print_py),  # the Python spelling (ph2py)
     "hir": Stage("ast", _check, _dump_hir),  # checked, specialised to each first choice
+    "lir": Stage("hir", _lower, _print_lir),  # the per-thread IR of each kernel
 }
 
 

@@ -106,9 +106,7 @@ def test_text_round_trips_through_the_parser():
 def test_an_unmasked_tail_is_refused():
     # Without the loop's exit the tail thread reads past `a`.
     broken = VADD.replace("      break if !%in\n", "")
-    with pytest.raises(
-        InterpError, match=r"reads 4 bytes at 0x[0-9a-f]+, past the end of `a`"
-    ):
+    with pytest.raises(InterpError, match=r"reads 4 bytes at 0x[0-9a-f]+, past the end of `a`"):
         vadd(1001, broken)
 
 

@@ -1,0 +1,46 @@
+"""Shared memory by liveness: tiles whose lifetimes do not overlap share bytes.
+
+A lifetime is a range of statement numbers (the lowering numbers statements in
+program order); a tile used inside a loop it was declared outside of lives to the
+loop's end (SPEC.md: "A tile declared before one loop and read after another is
+CTA-private storage carried across both"). Buffers are placed first-fit, largest
+first among those live at once, at 16-byte alignment.
+
+    >>> bufs, total = allocate([("a", 4096, 0, 3), ("b", 4096, 4, 9), ("c", 1024, 2, 5)])
+    >>> [(b.name, b.offset) for b in bufs], total
+    ([('a', 0), ('b', 0), ('c', 4096)], 5120)
+"""
+
+from __future__ import annotations
+
+from phobos.lower.lir import SharedBuffer
+
+STATIC_LIMIT = 48 * 1024  # SPEC.md: static shared memory is capped at 48 KB
+ALIGN = 16
+
+
+def allocate(requests) -> tuple[list[SharedBuffer], int]:
+    """Place `(name, size, first, last)` requests; the buffers (in request order) and the
+    bytes needed. Two buffers overlap in bytes only if their ranges never meet."""
+    order = sorted(range(len(requests)), key=lambda i: (requests[i][2], -requests[i][1]))
+    placed: dict[int, int] = {}
+    for i in order:
+        name, size, first, last = requests[i]
+        busy = []
+        for j, off in placed.items():
+            _, s2, f2, l2 = requests[j]
+            if f2 <= last and first <= l2:
+                busy.append((off, off + _round(s2)))
+        offset = 0
+        for lo, hi in sorted(busy):
+            if offset + _round(size) <= lo:
+                break
+            offset = max(offset, hi)
+        placed[i] = offset
+    buffers = [SharedBuffer(r[0], placed[i], _round(r[1])) for i, r in enumerate(requests)]
+    total = max((b.offset + b.size for b in buffers), default=0)
+    return buffers, total
+
+
+def _round(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN

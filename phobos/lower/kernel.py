@@ -1,0 +1,503 @@
+"""The lowering of one checked kernel (hir) to the per-thread IR (lir).
+
+`lower_kernel(k)` is the entry point. It reads the kernel's parameters per the
+`.entry` slot convention (each tensor a `u64` pointer named after it, each scalar one
+slot of `phobos.lower.types.SLOT`'s type, then one index slot per dynamic dimension),
+decides where each tile lives (`phobos.lower.placement`), gives the shared tiles
+their bytes (`phobos.lower.alloc`), then lowers statement by statement:
+scalar code here and in `phobos.lower.scalars`, elementwise tile statements in
+`phobos.lower.sweep`, row reductions and collectives in `phobos.lower.reduce`, with
+barriers from `phobos.lower.barriers`.
+
+    >>> from phobos.sema.check import check_kernel
+    >>> from phobos.source import SourceFile
+    >>> from phobos.syntax.parser import parse
+    >>> program, _ = parse(SourceFile("k.ph", '''
+    ... kernel k(x: tensor<f32>[N], a: f32) {
+    ...   let i = ctx.block.x * ctx.threads + ctx.thread
+    ...   if i < N { x[i] = a * x[i] }
+    ... }'''))
+    >>> hk, _ = check_kernel(program, "k")
+    >>> k, diags = lower_kernel(hk)
+    >>> [p.name + ":" + p.type for p in k.params], diags
+    (['x:u64', 'a:f32', 'N:s32'], [])
+
+A construct with no lowering yet gives a diagnostic (E0500) at its statement, never
+an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+from math import gcd
+
+from phobos.diagnostics.diagnostic import Diagnostic
+from phobos.lower import lir, memory, placement, scalars
+from phobos.lower.barriers import Tracker
+from phobos.lower.builder import Builder
+from phobos.lower.errors import NotLowered
+from phobos.lower.lir import Imm, Reg, Value
+from phobos.lower.types import BYTES, REG, SLOT, elem_of, index_reg
+from phobos.sema import hir
+
+log = logging.getLogger("phobos.lower")
+
+# Math built-ins of one argument; `pow` takes two.
+MATH1 = ("exp", "log", "sqrt", "tanh", "round", "floor", "ceil", "abs", "rsqrt", "sin", "cos")
+CONVERSIONS = ("f16", "bf16", "f32", "f64", "i8", "i32", "i64", "u8", "u16", "u32")
+CTX_SREG = {"block": "ctaid", "blocks": "nctaid"}
+
+
+def lower_kernel(k: hir.Kernel) -> tuple[lir.Kernel | None, list[Diagnostic]]:
+    """Lower a checked kernel; (the lir kernel, []) or (None, the diagnostics)."""
+    lw = Lowering(k)
+    try:
+        return lw.run(), []
+    except NotLowered as err:
+        return None, [err.diagnostic(lw.b.span or k.span)]
+
+
+def lower_stage(kernels, unit) -> list[lir.Kernel]:
+    """The driver's `lir` stage: every checked kernel lowered."""
+    out = []
+    for k in kernels:
+        lk, diags = lower_kernel(k)
+        unit.diagnostics.extend(diags)
+        if lk is not None:
+            out.append(lk)
+    return out
+
+
+def print_kernels(kernels: list[lir.Kernel]) -> str:
+    """The text `--emit lir` prints: each kernel's text form, a blank line between."""
+    return "".join(lir.print_kernel(k) + "\n\n" for k in kernels).rstrip("\n") + "\n"
+
+
+class Lowering:
+    """The state of one kernel's lowering: the builder, bindings, tiles, shared memory."""
+
+    def __init__(self, k: hir.Kernel):
+        self.k = k
+        self.threads = k.threads
+        self.idx = index_reg(k.index_width)
+        self.params: list[lir.Param] = []
+        self.env: dict = {}  # Sym -> Value (scalar), Reg (tensor pointer) or memory.Access
+        self.tiles: dict = {}  # Sym -> sweep.Tile
+        self.dims: dict[str, Value] = {}
+        self.divs: dict[hir.Sym, int] = {}
+        self.var_regs: set[str] = set()  # registers that belong to a `var`
+        self.memo: dict = {}
+        variant = dict(k.variant)
+        aligned = getattr(k.attrs, "aligned", None) or {}
+        self.aligned = {
+            d: (variant.get(t, t) if isinstance(t, str) else t) for d, t in aligned.items()
+        }
+        names = {p.name for p in k.params} | set(k.dyn_dims)
+        self.b = Builder(names)
+        self.tracker = Tracker(self)
+        self.plan: placement.Plan | None = None
+        self.shared: list[lir.SharedBuffer] = []
+        self.smem = 0
+
+    # -- the kernel ----------------------------------------------------------
+
+    def run(self) -> lir.Kernel:
+        k = self.k
+        self.b.span = k.span
+        self.bind_params()
+        body = placement.normalize(k.body)
+        self.plan = placement.plan(self, body)
+        self.shared, self.smem = self.plan.shared, self.plan.smem
+        self.trap_broken_alignment()
+        self.block(body)
+        launch = getattr(k.attrs, "launch", None)
+        kernel = lir.Kernel(
+            k.name,
+            tuple(self.params),
+            self.b.finish(),
+            threads=k.threads,
+            smem=self.smem,
+            shared=tuple(self.shared),
+            dynamic_smem=bool(getattr(k.attrs, "dynshared", False)),
+            min_blocks=getattr(launch, "min_blocks", None),
+            max_regs=getattr(launch, "max_regs", None),
+            index_width=k.index_width,
+            span=k.span,
+        )
+        return kernel
+
+    def bind_params(self) -> None:
+        b = self.b
+        for p in self.k.params:
+            if isinstance(p.type, hir.TensorT):
+                reg = Reg(p.name, "u64")
+                self.params.append(lir.Param(p.name, "u64"))
+                self.env[p] = reg
+                continue
+            t = elem_of(p.type)
+            slot = Reg(p.name, SLOT[t])
+            self.params.append(lir.Param(p.name, SLOT[t]))
+            with b.at_prologue():
+                if t == "bool":
+                    value = b.op("setp", "pred", slot, Imm(0, "u32"), cmp="ne", type="u32")
+                elif SLOT[t] != REG[t]:  # a 16-bit float arrives as its bits
+                    value = b.op("mov", "b16", slot, dest_type=REG[t], hint=p.name)
+                else:
+                    value = slot
+            self.env[p] = value
+        for name in self.k.dyn_dims:
+            self.params.append(lir.Param(name, self.idx))
+            self.dims[name] = Reg(name, self.idx)
+
+    def trap_broken_alignment(self) -> None:
+        """`@aligned(N = T)` on a dynamic `N`: trap at entry when `N % T != 0`."""
+        b = self.b
+        for dim, tile in self.aligned.items():
+            if dim not in self.dims or not isinstance(tile, int) or tile <= 0:
+                continue
+            with b.at_prologue():
+                n = self.dims[dim]
+                if tile & (tile - 1) == 0:
+                    rem = b.op("and", "b32" if self.idx == "s32" else "b64", n,
+                               Imm(tile - 1, self.idx), dest_type=self.idx)  # fmt: skip
+                else:
+                    rem = b.op("rem", self.idx, n, Imm(tile, self.idx))
+                bad = b.op("setp", "pred", rem, Imm(0, self.idx), cmp="ne", type=self.idx)
+                b.emit("trap", guard=bad)
+            log.debug("@aligned(%s = %d): masks dropped on `%s`, trap at entry if broken",
+                      dim, tile, dim)  # fmt: skip
+
+    # -- helpers the other modules use ---------------------------------------
+
+    def dim_value(self, d) -> Value:
+        if isinstance(d, int):
+            return Imm(d, self.idx)
+        name = d.name if isinstance(d, hir.Dyn) else str(d)
+        if name not in self.dims:
+            raise NotLowered(f"the extent `{name}`")
+        return self.dims[name]
+
+    def once_index(self, key, make):
+        return self.b.once(key, make)
+
+    def sreg(self, name: str) -> Reg:
+        """A special register read once at entry, as a u32."""
+        return self.b.once(("sreg", name), lambda: self.b.op("sreg", "u32", name=name, hint="t"))
+
+    def tid(self) -> Value:
+        """`ctx.thread` as an index."""
+        return self.b.once(("tid", self.idx), lambda: self._as_index(self.sreg("tid.x")))
+
+    def ctx_lane(self) -> Value:
+        """`ctx.lane` as an index."""
+        b = self.b
+        return b.once(("lane",), lambda: b.op("and", "b32" if self.idx == "s32" else "b64",
+                                              self.tid(), Imm(31, self.idx), dest_type=self.idx))  # fmt: skip
+
+    def _as_index(self, r: Reg) -> Reg:
+        if self.idx == "s32":
+            return self.b.op("mov", "b32", r, dest_type="s32", hint="i")
+        return self.b.op("cvt", "s64", r, from_type="u32", hint="i")
+
+    def ctx(self, e: hir.CtxRead) -> Value:
+        t = REG[elem_of(e.type)]
+        f, axis = e.field, e.axis or "x"
+        b = self.b
+        if f in CTX_SREG:
+            name = f"{CTX_SREG[f]}.{axis}"
+            v = b.once(("ctx", name, t), lambda: self._as_index(self.sreg(name)))
+        elif f == "thread":
+            v = self.tid()
+        elif f == "lane":
+            v = self.ctx_lane()
+        elif f == "warp":
+            v = b.once(("warp",), lambda: b.op("shr", self.idx, self.tid(), Imm(5, "u32")))
+        elif f == "threads":
+            v = Imm(self.threads, self.idx)
+        elif f == "warps":
+            v = Imm(self.threads // 32, self.idx)
+        elif f == "lanes":
+            v = Imm(32, self.idx)
+        else:
+            raise NotLowered(f"`ctx.{f}`", e.span)
+        return v if t == self.idx else scalars.convert(b, v, "i32" if self.idx == "s32" else "i64",
+                                                        elem_of(e.type))  # fmt: skip
+
+    def divisor(self, e) -> int:
+        """A power of two the integer expression `e` is provably a multiple of."""
+        return _p2(self._divisor(e))
+
+    def _divisor(self, e) -> int:
+        if isinstance(e, hir.Const):
+            return memory.BIG if e.value == 0 else abs(int(e.value))
+        if isinstance(e, hir.Ref):
+            if e.sym.kind == "dim":
+                tile = self.aligned.get(e.sym.name)
+                return max(4, _p2(tile)) if isinstance(tile, int) else 4
+            return self.divs.get(e.sym, 1)
+        if isinstance(e, hir.Binary):
+            if e.op == "*":
+                return min(self._divisor(e.left) * self._divisor(e.right), memory.BIG)
+            if e.op in ("+", "-"):
+                return gcd(self._divisor(e.left), self._divisor(e.right))
+            if e.op == "<<" and isinstance(e.right, hir.Const):
+                return min(self._divisor(e.left) << int(e.right.value), memory.BIG)
+        if isinstance(e, hir.Convert) and elem_of(e.type) in ("i32", "i64"):
+            return self._divisor(e.value)
+        return 1
+
+    def index_value(self, e: hir.Expr) -> Value:
+        """A scalar integer expression as an index (converted to the index type)."""
+        v = self.value(e)
+        t = elem_of(e.type)
+        want = "i32" if self.idx == "s32" else "i64"
+        if t != want:
+            if isinstance(v, Imm):
+                return Imm(int(v.value), self.idx)
+            v = scalars.convert(self.b, v, t, want)
+        return v
+
+    def drop_proven_bounds(self, acc: memory.Access) -> memory.Access:
+        """An access with the bounds `@aligned` dims promise away removed."""
+        if acc.space != "global" or not self.aligned:
+            return acc
+        aligned_regs = {self.dims[d].name for d in self.aligned if d in self.dims}
+        bounds = tuple(
+            tuple(v for v in limits if not (isinstance(v, Reg) and v.name in aligned_regs))
+            for limits in acc.bounds
+        )
+        if bounds != acc.bounds:
+            acc.bounds = bounds
+        return acc
+
+    def note_shared(self, acc: memory.Access, kind: str, layout) -> None:
+        if acc.space == "shared":
+            self.tracker.access(acc.buffer, kind, layout)
+
+    # -- scalar expressions --------------------------------------------------
+
+    def value(self, e: hir.Expr) -> Value:
+        """A scalar expression's value in a register (or an immediate)."""
+        if not isinstance(e.type, hir.Scalar):
+            raise NotLowered("a tile used as a scalar", e.span)
+        t = e.type.name
+        b = self.b
+        if isinstance(e, hir.Const):
+            return scalars.const(e.value, t)
+        if isinstance(e, hir.Ref):
+            if e.sym.kind == "dim":
+                v = self.dim_value(hir.Dyn(e.sym.name))
+                return v if REG[t] == self.idx else scalars.convert(
+                    b, v, "i32" if self.idx == "s32" else "i64", t)  # fmt: skip
+            if e.sym not in self.env:
+                raise NotLowered(f"`{e.sym.name}` read before it has a value", e.span)
+            return self.env[e.sym]
+        if isinstance(e, hir.CtxRead):
+            return self.ctx(e)
+        if isinstance(e, hir.Convert):
+            return scalars.convert(b, self.value(e.value), elem_of(e.value.type), t)
+        if isinstance(e, hir.Unary):
+            return scalars.unary(b, e.op, self.value(e.operand), t)
+        if isinstance(e, hir.Binary):
+            x, y = self.value(e.left), self.value(e.right)
+            return scalars.binary(b, e.op, x, y, elem_of(e.left.type))
+        if isinstance(e, hir.Slice):
+            if all(s.point for s in e.subs):
+                tile = self._tile_of(e.base)
+                if tile is not None and tile.place != "shared":
+                    return tile.point(self, e)
+                return memory.point_load(self, e)
+            raise NotLowered("a slice used as a scalar", e.span)
+        if isinstance(e, hir.Builtin):
+            return self.builtin(e)
+        raise NotLowered(f"`{type(e).__name__}`", e.span)
+
+    def _tile_of(self, e):
+        return self.tiles.get(e.sym) if isinstance(e, hir.Ref) else None
+
+    def builtin(self, e: hir.Builtin) -> Value:
+        from phobos.lower import reduce
+
+        name, b = e.name, self.b
+        t = elem_of(e.type)
+        config = dict(e.config)
+        if "over" in config or name in ("shfl",):
+            return reduce.collective(self, e)
+        args = e.args
+        if name in MATH1:
+            return scalars.math1(b, name, self.value(args[0]), t)
+        if name == "pow":
+            return scalars.power(b, self.value(args[0]), self.value(args[1]), t)
+        if name in ("min", "max", "tmax"):
+            return scalars.minmax(b, "min" if name == "min" else "max", self.value(args[0]),
+                                  self.value(args[1]), t)  # fmt: skip
+        if name == "where":
+            c, x, y = (self.value(a) for a in args)
+            return scalars.select(b, scalars.materialize(b, c, "bool"), x, y, t)
+        if name in CONVERSIONS:
+            return scalars.convert(b, self.value(args[0]), elem_of(args[0].type), t)
+        if name == "barrier":
+            self.tracker.barrier()
+            return Imm(0, REG[t])
+        if name in ("atomic_add",):
+            return reduce.atomic(self, e)
+        raise NotLowered(f"`{name}`", e.span)
+
+    # -- statements ------------------------------------------------------------
+
+    def block(self, blk: hir.Block) -> None:
+        for s in blk.stmts:
+            self.stmt(s)
+
+    def stmt(self, s: hir.Stmt) -> None:
+        saved = self.b.span
+        self.b.span = s.span or saved
+        try:
+            getattr(self, "s_" + type(s).__name__)(s)
+        except NotLowered as err:
+            if err.span is None:
+                err.span = s.span
+            raise
+        finally:
+            self.b.span = saved
+
+    def s_Block(self, s: hir.Block) -> None:
+        self.block(s)
+
+    def s_Let(self, s: hir.Let) -> None:
+        t = s.sym.type
+        if isinstance(t, hir.Scalar):
+            v = self.value(s.value)
+            if isinstance(v, Reg) and v.name in self.var_regs:
+                v = self.b.copy(v, v.type, hint=s.sym.name)
+            self.env[s.sym] = v
+            if t.name in ("i32", "i64"):
+                self.divs[s.sym] = self._divisor(s.value)
+            return
+        if isinstance(t, hir.TensorT) or (
+            isinstance(s.value, (hir.Slice, hir.Ref)) and s.sym not in self.tiles
+        ):
+            self.env[s.sym] = memory.resolve(self, s.value)
+            return
+        self.tile_stmt(s)
+
+    def s_VarDecl(self, s: hir.VarDecl) -> None:
+        t = s.sym.type
+        if isinstance(t, hir.Scalar):
+            rt = REG[t.name]
+            reg = self.b.reg(rt, s.sym.name)
+            self.var_regs.add(reg.name)
+            v = self.value(s.value) if s.value is not None else scalars.const(0, t.name)
+            self._assign_reg(reg, v, t.name)
+            self.env[s.sym] = reg
+            return
+        self.tile_stmt(s)
+
+    def _assign_reg(self, reg: Reg, v: Value, t: str) -> None:
+        v = scalars.materialize(self.b, v, t) if isinstance(v, Imm) and (
+            REG[t] == "pred" or t in ("f16", "bf16")) else v  # fmt: skip
+        mov_t = {"pred": "pred", "f16": "b16", "bf16": "b16"}.get(reg.type, reg.type)
+        self.b.mov(reg, v, mov_t)
+
+    def s_Assign(self, s: hir.Assign) -> None:
+        target = s.target
+        if isinstance(target, hir.Ref) and isinstance(target.type, hir.Scalar):
+            t = target.type.name
+            v = self.value(s.value)
+            reg = self.env[target.sym]
+            if s.op != "=":
+                v = scalars.binary(self.b, s.op[:-1], reg, v, t)
+            self._assign_reg(reg, v, t)
+            return
+        if isinstance(target, hir.Slice) and all(sub.point for sub in target.subs):
+            tile = self._tile_of(target.base)
+            if tile is not None and tile.place != "shared":
+                raise NotLowered("a point store into a register tile", s.span)
+            t = elem_of(target.type)
+            v = self.value(s.value)
+            if s.op != "=":
+                v = scalars.binary(self.b, s.op[:-1], memory.point_load(self, target), v, t)
+            memory.point_store(self, target, v)
+            return
+        self.tile_stmt(s)
+
+    def s_If(self, s: hir.If) -> None:
+        b = self.b
+        cond = scalars.materialize(b, self.value(s.cond), "bool")
+        with self.tracker.branch() as next_arm:
+            with b.region() as then:
+                self.block(s.then)
+            orelse = None
+            if s.orelse is not None:
+                next_arm()
+                with b.region() as other:
+                    self.block(s.orelse)
+                orelse = other.block
+        b.add(lir.If(cond, then.block, orelse, span=s.span))
+
+    def s_For(self, s: hir.For) -> None:
+        b, t = self.b, REG[elem_of(s.var.type)]
+        lo, hi = self.value(s.lo), self.value(s.hi)
+        step = self.value(s.step) if isinstance(s.step, hir.Expr) else Imm(int(s.step), t)
+        var = b.reg(t, s.var.name)
+        self.env[s.var] = var
+        step_div = self._divisor(s.step) if isinstance(s.step, hir.Expr) else int(s.step)
+        self.divs[s.var] = gcd(self._divisor(s.lo), step_div)
+        lo, hi, step = (_reg_or_imm(b, v, t) for v in (lo, hi, step))
+        with self.tracker.loop(s.body):
+            with b.region() as body:
+                self.block(s.body)
+        b.add(lir.For(var, lo, hi, step, body.block, span=s.span))
+
+    def s_While(self, s: hir.While) -> None:
+        b = self.b
+        with self.tracker.loop(s.body):
+            with b.region() as body:
+                cond = scalars.materialize(b, self.value(s.cond), "bool")
+                b.add(lir.Break(cond, negated=True))
+                self.block(s.body)
+        b.add(lir.Loop(body.block, span=s.span))
+
+    def s_Break(self, s) -> None:
+        self.b.add(lir.Break())
+
+    def s_Continue(self, s) -> None:
+        self.b.add(lir.Continue())
+
+    def s_Return(self, s) -> None:
+        self.b.add(lir.Return())
+
+    def s_ExprStmt(self, s: hir.ExprStmt) -> None:
+        e = s.expr
+        if isinstance(e, hir.Builtin) and e.name == "barrier":
+            self.tracker.barrier(force=True)
+            return
+        if isinstance(e.type, hir.Scalar):
+            self.value(e)
+            return
+        raise NotLowered(f"`{getattr(e, 'name', type(e).__name__)}`", s.span)
+
+    # -- tile statements -------------------------------------------------------
+
+    def tile_stmt(self, s) -> None:
+        from phobos.lower import sweep
+
+        sweep.tile_statement(self, s)
+
+    def elem_bytes(self, t: str) -> int:
+        return BYTES[t]
+
+
+def _p2(n: int) -> int:
+    """The largest power of two dividing `n` (a large one for 0)."""
+    if n <= 0:
+        return 1
+    return n & -n
+
+
+def _reg_or_imm(b: Builder, v: Value, t: str) -> Value:
+    if isinstance(v, Imm):
+        return Imm(int(v.value), t)
+    if v.type != t:
+        return b.op("mov", "b32" if lir.WIDTH[t] == 4 else "b64", v, dest_type=t)
+    return v

@@ -1,0 +1,500 @@
+"""Where each tile lives, and at which vector width each sweep runs.
+
+Every `var` tile (and `let` of a tile value) gets a placement, logged with its reason:
+
+| placement    | when                                                                 |
+|--------------|----------------------------------------------------------------------|
+| `replicated` | one element (`[1, 1]`): every thread keeps it in a register           |
+| `registers`  | every use is an elementwise sweep (or a row reduction's sweep) over the tile's own shape at one vector width, and a thread holds at most 64 of its elements |
+| `shared`     | anything else: read broadcast by another shape, sub-sliced, read per point, or too large for registers |
+
+A sweep's vector width is the widest the alignment proves for every tensor slice it
+touches (`sweep.slice_vec`), at most 16 bytes an access, dividing the last extent;
+a register tile's sweeps share one width (the narrowest of them).
+
+`normalize` first moves each row reduction nested in an expression into a
+temporary tile of its own, so a sweep only ever evaluates elementwise expressions.
+
+    >>> REDUCTIONS
+    ('rowsum', 'rowmax', 'rowargmax')
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from math import prod
+
+from phobos.lower import alloc
+from phobos.lower.errors import NotLowered
+from phobos.lower.layout import Sweep
+from phobos.lower.lir import Imm, SharedBuffer
+from phobos.lower.types import BYTES, elem_of
+from phobos.sema import hir
+
+log = logging.getLogger("phobos.lower")
+
+REDUCTIONS = ("rowsum", "rowmax", "rowargmax")
+ELEMENTWISE = frozenset({
+    "exp", "log", "sqrt", "tanh", "round", "floor", "ceil", "abs", "rsqrt", "sin", "cos",
+    "pow", "min", "max", "tmax", "where", "iota", "argsel",
+    "f16", "bf16", "f32", "f64", "i8", "i32", "i64", "u8", "u16", "u32",
+})  # fmt: skip
+MAX_TILE_REGS = 64  # SPEC.md (@registers): at most 64 elements a thread
+_temp_ids = itertools.count(1)
+
+
+@dataclass
+class Tile:
+    """A tile's placement; `regs` are made when it is declared."""
+
+    sym: hir.Sym
+    shape: tuple[int, ...]
+    elem: str
+    place: str
+    vec: int = 1
+    reason: str = ""
+    buffer: SharedBuffer | None = None
+    regs: list | None = None
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    def layout(self, threads: int) -> Sweep:
+        return Sweep(self.shape, threads, self.vec)
+
+    def access(self):
+        from phobos.lower.memory import BIG, Access
+
+        pitches = tuple(prod(self.shape[a + 1 :]) for a in range(len(self.shape)))
+        rank = len(self.shape)
+        return Access("shared", Imm(self.buffer.offset, "u32"), self.elem,
+                      tuple(Imm(0, "s32") for _ in range(rank)), tuple(() for _ in range(rank)),
+                      self.shape, pitches, tuple(BIG for _ in range(rank)), self.buffer)  # fmt: skip
+
+    def point(self, lw, e):
+        """A point read `t[i, j]` of a replicated tile."""
+        if self.place == "replicated":
+            return self.regs[0]
+        raise NotLowered("a point read of a register tile", e.span)
+
+
+@dataclass
+class Plan:
+    tiles: dict = field(default_factory=dict)  # Sym -> Tile
+    vec: dict = field(default_factory=dict)  # id(sweep node) -> vector width
+    shared: list = field(default_factory=list)
+    smem: int = 0
+    scratch: SharedBuffer | None = None  # the reductions' exchange buffer
+
+
+# ---------------------------------------------------------------------------
+# normalize: reductions out of expressions
+
+
+def normalize(body: hir.Block) -> hir.Block:
+    """`body` with each row reduction nested in a tile expression bound to a temporary."""
+    return hir.Block(tuple(_stmts(body.stmts)), span=body.span)
+
+
+def _stmts(stmts):
+    for s in stmts:
+        out: list = []
+        s2 = _stmt(s, out)
+        yield from out
+        yield s2
+
+
+def _stmt(s, out):
+    if isinstance(s, hir.Block):
+        return normalize(s)
+    if isinstance(s, (hir.VarDecl, hir.Let)) and s.value is not None:
+        if not isinstance(s.sym.type, hir.Scalar):
+            return replace(s, value=_top(s.value, out))
+        return s
+    if isinstance(s, hir.Assign) and not isinstance(s.target.type, hir.Scalar):
+        if s.op == "=" and isinstance(s.target, hir.Ref):
+            return replace(s, value=_top(s.value, out))
+        return replace(s, value=_hoist(s.value, out))
+    if isinstance(s, hir.For):
+        return replace(s, body=normalize(s.body))
+    if isinstance(s, hir.While):
+        return replace(s, body=normalize(s.body))
+    if isinstance(s, hir.If):
+        orelse = normalize(s.orelse) if s.orelse is not None else None
+        return replace(s, then=normalize(s.then), orelse=orelse)
+    return s
+
+
+def _top(e, out):
+    """A statement's whole value: a reduction may stay (it writes the target itself)."""
+    if isinstance(e, hir.Builtin) and e.name in REDUCTIONS:
+        return replace(e, args=tuple(_hoist(a, out) for a in e.args))
+    return _hoist(e, out)
+
+
+def _hoist(e, out):
+    if isinstance(e.type, hir.Scalar):
+        return e
+    if isinstance(e, hir.Builtin) and e.name in REDUCTIONS:
+        red = replace(e, args=tuple(_hoist(a, out) for a in e.args))
+        tmp = hir.Sym(f"{e.name}_{next(_temp_ids)}", -next(_temp_ids), "var", e.type, e.uni)
+        out.append(hir.VarDecl(tmp, red, span=e.span))
+        return hir.Ref(tmp, e.type, e.uni, span=e.span)
+    if isinstance(e, hir.Binary):
+        return replace(e, left=_hoist(e.left, out), right=_hoist(e.right, out))
+    if isinstance(e, hir.Unary):
+        return replace(e, operand=_hoist(e.operand, out))
+    if isinstance(e, hir.Convert):
+        return replace(e, value=_hoist(e.value, out))
+    if isinstance(e, hir.Builtin) and e.name in ELEMENTWISE:
+        return replace(e, args=tuple(_hoist(a, out) for a in e.args))
+    return e
+
+
+# ---------------------------------------------------------------------------
+# plan: placements and vector widths
+
+
+@dataclass
+class _Sweep:
+    shape: tuple
+    vec: int
+    full: set = field(default_factory=set)  # register-tile candidates read or written whole
+
+
+class _Planner:
+    def __init__(self, lw, body):
+        self.lw = lw
+        self.body = body
+        self.tiles: dict = {}  # Sym -> (shape, elem)
+        self.decl_order: list = []
+        self.other: dict = {}  # Sym -> why it cannot be in registers
+        self.sweeps: dict = {}  # id(node) -> _Sweep
+        self.lets: dict = {}  # Sym -> value of a let view
+        self.spans: dict = {}  # Sym -> (first, last) statement numbers
+        self.loops: list = []  # statement number where each open loop began
+        self.n = 0
+        self.scratch = 0
+        self.reductions: list = []
+        self.cta_folds = False
+
+    # -- walking -------------------------------------------------------------
+
+    def run(self) -> Plan:
+        self.block(self.body)
+        return self.decide()
+
+    def block(self, blk):
+        for s in blk.stmts:
+            self.stmt(s)
+
+    def touch(self, sym):
+        if sym not in self.tiles:
+            return
+        first, last = self.spans.get(sym, (self.n, self.n))
+        self.spans[sym] = (first, max(last, self.n))
+        # Used inside a loop it was declared outside of: alive to the loop's end.
+        for start in self.loops:
+            if first < start:
+                self.loop_users.setdefault(start, set()).add(sym)
+
+    loop_users: dict
+
+    def stmt(self, s):
+        self.n += 1
+        lw = self.lw
+        if isinstance(s, hir.Let) and isinstance(s.sym.type, hir.Scalar):
+            if s.sym.type.name in ("i32", "i64"):
+                lw.divs[s.sym] = lw._divisor(s.value)
+            self.scalar_uses(s.value)
+            return
+        if isinstance(s, (hir.Let, hir.VarDecl)) and not isinstance(s.sym.type, hir.Scalar):
+            is_view = isinstance(s, hir.Let) and (
+                isinstance(s.sym.type, hir.TensorT) or isinstance(s.value, (hir.Slice, hir.Ref))
+            )
+            if is_view:
+                self.lets[s.sym] = s.value
+                self.view_uses(s.value)
+                return
+            if any(isinstance(d, hir.Dyn) for d in s.sym.type.dims):
+                raise NotLowered("a tile with an extent bound at launch", s.span)
+            self.tiles[s.sym] = (tuple(s.sym.type.dims), s.sym.type.elem.name)
+            self.decl_order.append(s.sym)
+            self.spans[s.sym] = (self.n, self.n)
+            if s.value is not None:
+                self.assignment(s, s.sym, s.sym.type.dims, s.value, "=")
+            return
+        if isinstance(s, hir.VarDecl):
+            if s.value is not None:
+                self.scalar_uses(s.value)
+            return
+        if isinstance(s, hir.Assign):
+            t = s.target
+            if isinstance(t.type, hir.Scalar):
+                self.scalar_uses(s.value)
+                if isinstance(t, hir.Slice):
+                    self.scalar_uses(t)
+                return
+            if isinstance(t, hir.Ref) and t.sym in self.tiles:
+                self.assignment(s, t.sym, t.type.dims, s.value, s.op)
+            else:
+                self.view_uses(t)
+                self.assignment(s, None, t.type.dims, s.value, s.op, target=t)
+            return
+        if isinstance(s, hir.For):
+            for e in (s.lo, s.hi, s.step):
+                if isinstance(e, hir.Expr):
+                    self.scalar_uses(e)
+            step_div = lw._divisor(s.step) if isinstance(s.step, hir.Expr) else int(s.step)
+            from math import gcd
+
+            lw.divs[s.var] = gcd(lw._divisor(s.lo), step_div)
+            self.loop(s.body)
+            return
+        if isinstance(s, hir.While):
+            self.scalar_uses(s.cond)
+            self.loop(s.body)
+            return
+        if isinstance(s, hir.If):
+            self.scalar_uses(s.cond)
+            self.block(s.then)
+            if s.orelse is not None:
+                self.block(s.orelse)
+            return
+        if isinstance(s, hir.ExprStmt):
+            self.scalar_uses(s.expr)
+            return
+        if isinstance(s, hir.Block):
+            self.block(s)
+
+    def loop(self, body):
+        start = self.n
+        self.loops.append(start)
+        self.block(body)
+        self.loops.pop()
+        for sym in self.loop_users.pop(start, ()):
+            first, last = self.spans[sym]
+            self.spans[sym] = (first, max(last, self.n))
+
+    # -- uses ----------------------------------------------------------------
+
+    def mark_other(self, sym, why):
+        if sym in self.tiles:
+            self.other.setdefault(sym, why)
+            self.touch(sym)
+
+    def scalar_uses(self, e):
+        """Tiles read inside a scalar expression (a point read, a collective's operand)."""
+        for node in _walk(e):
+            if isinstance(node, hir.Builtin) and "over" in dict(node.config):
+                over = dict(node.config)["over"]
+                if getattr(over, "field", over) == "thread":
+                    self.cta_folds = True
+            if isinstance(node, hir.Ref) and node.sym in self.tiles:
+                self.mark_other(node.sym, "it is read per point")
+
+    def view_uses(self, e):
+        for node in _walk(e):
+            if isinstance(node, hir.Slice):
+                base = node.base
+                if isinstance(base, hir.Ref) and base.sym in self.tiles:
+                    self.mark_other(base.sym, "a slice of it is taken")
+                for sub in node.subs:
+                    self.scalar_uses(sub.start)
+
+    def assignment(self, s, sym, dims, value, op, target=None):
+        """A tile statement: an elementwise sweep over `dims`, or a row reduction."""
+        if isinstance(value, hir.Builtin) and value.name in REDUCTIONS:
+            arg = value.args[0]
+            shape = tuple(arg.type.dims) if not isinstance(arg.type, hir.Scalar) else ()
+            if len(shape) != 2 or any(isinstance(d, hir.Dyn) for d in shape):
+                raise NotLowered(f"`{value.name}` of this shape", value.span)
+            sw = self.sweep(value, shape, arg)
+            self.reductions.append((value, shape, sw))
+            if sym is not None:
+                self.touch(sym)
+                if prod(dims) != 1:
+                    self.mark_other(sym, f"`{value.name}` writes it")
+            return
+        if any(isinstance(d, hir.Dyn) for d in dims):
+            raise NotLowered("a tile statement over an extent bound at launch", s.span)
+        sw = self.sweep(s, tuple(dims), value, target)
+        if sym is not None:
+            self.touch(sym)
+            sw.full.add(sym)
+
+    def sweep(self, node, shape, value, target=None) -> _Sweep:
+        lw = self.lw
+        from phobos.lower.sweep import expr_vec, slice_vec
+
+        vec = max_vec(shape)
+        sw = _Sweep(shape, vec)
+        self.sweeps[id(node)] = sw
+        if target is not None:
+            if isinstance(target, hir.Slice) and _is_tile_slice(target, self.tiles):
+                pass
+            else:
+                sw.vec = min(sw.vec, slice_vec(lw, target, shape, self.lets))
+        sw.vec = min(sw.vec, expr_vec(lw, value, shape, self.lets))
+        self.expr_uses(value, shape, sw)
+        return sw
+
+    def expr_uses(self, e, shape, sw):
+        if isinstance(e.type, hir.Scalar):
+            self.scalar_uses(e)
+            return
+        if isinstance(e, hir.Ref):
+            if e.sym in self.tiles:
+                self.touch(e.sym)
+                if tuple(e.type.dims) == tuple(shape):
+                    sw.full.add(e.sym)
+                else:
+                    self.mark_other(e.sym, "it is read broadcast by a sweep of another shape")
+            return
+        if isinstance(e, hir.Slice):
+            self.view_uses(e)
+            return
+        if isinstance(e, hir.Binary):
+            self.expr_uses(e.left, shape, sw)
+            self.expr_uses(e.right, shape, sw)
+        elif isinstance(e, hir.Unary):
+            self.expr_uses(e.operand, shape, sw)
+        elif isinstance(e, hir.Convert):
+            self.expr_uses(e.value, shape, sw)
+        elif isinstance(e, hir.Builtin) and e.name in ELEMENTWISE:
+            for a in e.args:
+                self.expr_uses(a, shape, sw)
+        else:
+            for node in _walk(e):
+                if isinstance(node, hir.Ref) and node.sym in self.tiles:
+                    self.mark_other(node.sym, f"`{getattr(e, 'name', '?')}` reads it")
+
+    # -- deciding ------------------------------------------------------------
+
+    def decide(self) -> Plan:
+        lw = self.lw
+        threads = lw.threads
+        forced = set(lw.k.registers)
+        cand = {}
+        for sym in self.decl_order:
+            shape, elem = self.tiles[sym]
+            if prod(shape) == 1:
+                cand[sym] = "replicated"
+            elif sym in self.other:
+                cand[sym] = "shared"
+            else:
+                cand[sym] = "registers"
+        # One vector width per register tile: the narrowest of its sweeps, to a fixpoint.
+        vec_of = {s: max_vec(self.tiles[s][0]) for s in cand}
+        for _ in range(8):
+            changed = False
+            for sw in self.sweeps.values():
+                regs = [s for s in sw.full if cand.get(s) == "registers"]
+                v = min([sw.vec] + [vec_of[s] for s in regs])
+                if v != sw.vec:
+                    sw.vec, changed = v, True
+                for s in regs:
+                    if vec_of[s] > v:
+                        vec_of[s], changed = v, True
+            if not changed:
+                break
+        plan = Plan()
+        requests = []
+        for sym in self.decl_order:
+            shape, elem = self.tiles[sym]
+            place, vec = cand[sym], vec_of[sym]
+            reason = {
+                "replicated": "one element: every thread keeps it",
+                "registers": "every use is a sweep over its shape",
+                "shared": self.other.get(sym, ""),
+            }[place]
+            if place == "registers":
+                lay = Sweep(shape, threads, vec)
+                if lay.regs_per_thread > MAX_TILE_REGS:
+                    place = "shared"
+                    reason = f"{lay.regs_per_thread} elements a thread, more than {MAX_TILE_REGS}"
+            if sym in forced and place != "registers" and place != "replicated":
+                raise NotLowered(
+                    f"`{sym.name}`",
+                    getattr(lw.k.attrs, "spans", {}).get("registers"),
+                    code="E0502",
+                    message=f"`@registers({sym.name})` cannot keep `{sym.name}` in registers: "
+                    f"{reason}",
+                )
+            tile = Tile(sym, shape, elem, place, vec, reason)
+            plan.tiles[sym] = tile
+            log.debug("tile `%s` %s: %s (vector width %d)", sym.name, place, reason, vec)
+            if place == "shared":
+                first, last = self.spans.get(sym, (0, 0))
+                requests.append((sym, prod(shape) * BYTES[elem], first, last))
+        for sw_id, sw in self.sweeps.items():
+            plan.vec[sw_id] = sw.vec
+        names = [(f"tile_{s.name}_{i}", size, f, la) for i, (s, size, f, la) in enumerate(requests)]
+        exchange = bool(self.reductions) or self.cta_folds
+        if exchange:
+            need = max([_scratch_bytes(lw, shape, sw.vec) for _, shape, sw in self.reductions]
+                       + [_scratch_bytes(lw, (1, 1), 1)])  # fmt: skip
+            names.append(("scratch", need, 0, self.n + 1))
+        buffers, total = alloc.allocate(names)
+        for (sym, *_), buf in zip(requests, buffers, strict=False):
+            plan.tiles[sym].buffer = buf
+        if exchange:
+            plan.scratch = buffers[-1]
+        plan.shared = buffers
+        plan.smem = total
+        dyn = bool(getattr(lw.k.attrs, "dynshared", False))
+        if total > alloc.STATIC_LIMIT and not dyn:
+            raise NotLowered(
+                "shared memory",
+                lw.k.span,
+                code="E0501",
+                message=f"the kernel's tiles need {total} bytes of shared memory, more than "
+                f"the static {alloc.STATIC_LIMIT}",
+            )
+        lw.tiles = plan.tiles
+        return plan
+
+
+def _scratch_bytes(lw, shape, vec) -> int:
+    warps = max(lw.threads // 32, 1)
+    return max(shape[0], 1) * warps * 8
+
+
+def max_vec(shape) -> int:
+    """The widest vector a sweep over `shape` may take: 4, dividing the last extent."""
+    last = shape[-1] if shape else 1
+    for v in (4, 2, 1):
+        if isinstance(last, int) and last % v == 0:
+            return v
+    return 1
+
+
+def _is_tile_slice(e, tiles) -> bool:
+    while isinstance(e, hir.Slice):
+        e = e.base
+    return isinstance(e, hir.Ref) and e.sym in tiles
+
+
+def _walk(node):
+    """Every hir node under `node` (a Sym's type is not entered)."""
+    yield node
+    if isinstance(node, (tuple, list)):
+        for x in node:
+            yield from _walk(x)
+    elif is_dataclass(node) and not isinstance(node, (hir.Sym, type)):
+        for f in fields(node):
+            if f.name != "span":
+                yield from _walk(getattr(node, f.name))
+
+
+def plan(lw, body: hir.Block) -> Plan:
+    """Place every tile of `body` and pick each sweep's vector width."""
+    p = _Planner(lw, body)
+    p.loop_users = {}
+    return p.run()
+
+
+__all__ = ["ELEMENTWISE", "REDUCTIONS", "Plan", "Tile", "elem_of", "normalize", "plan"]

@@ -1,0 +1,623 @@
+"""Elementwise tile statements: one fused sweep per statement.
+
+A statement `target = e` over a tile shape S runs as a sweep of the `Sweep(S, threads,
+vec)` layout (`phobos.lower.layout`): each thread walks its register groups, and for
+each group evaluates `e` on `vec` consecutive elements of one row, reading every
+tensor slice with one vector load of `vec` elements (16 bytes at most), and writes the
+target with one vector store. Nothing of `e` is stored in between: the expression is
+fused. An operand of extent 1 on an axis where S is wider is broadcast (its
+coordinate on that axis is 0; on the last axis one element serves the whole vector);
+a scalar is computed once before the sweep.
+
+The vector width is the widest the alignment proves (`slice_vec`): the slice's start
+on the last axis a multiple of it (folded constants, multiples of tile constants,
+`@aligned`), the pitch of its rows too (a dynamic extent is a multiple of 4 by the
+ABI), and any bound the last axis is masked against. A mask is kept only where the
+slice may run past its tensor (`phobos.lower.memory`); masked lanes read 0.
+
+Up to `UNROLL` groups (or any number, for a sweep over register tiles, which
+`placement` keeps at 64 registers at most) are written straight-line; more run as a
+loop over the groups.
+
+    >>> max_vec_for(("f32", "f16"))
+    4
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from math import gcd, prod
+
+from phobos.lower import memory, scalars
+from phobos.lower.builder import iadd, imul, isub
+from phobos.lower.errors import NotLowered
+from phobos.lower.layout import Sweep
+from phobos.lower.lir import For, Imm, Reg, Value
+from phobos.lower.placement import ELEMENTWISE, REDUCTIONS, max_vec
+from phobos.lower.types import BYTES, REG, elem_of
+from phobos.sema import hir
+
+log = logging.getLogger("phobos.lower")
+UNROLL = 16
+
+
+def max_vec_for(elems) -> int:
+    """The widest vector (elements) every element type in `elems` allows: 16 bytes, 4 at most."""
+    widest = max((BYTES.get(e, 4) for e in elems), default=4)
+    return max(1, min(4, 16 // widest))
+
+
+# ---------------------------------------------------------------------------
+# Static vector-width analysis (used by placement before any code is emitted)
+
+
+def _chain(e, lets):
+    """The slices from the tensor (or tile) to `e`, outermost first, and the base Ref."""
+    chain = []
+    while True:
+        if isinstance(e, hir.Slice):
+            chain.append(e)
+            e = e.base
+        elif isinstance(e, hir.Ref) and e.sym in lets:
+            e = lets[e.sym]
+        else:
+            return e, chain[::-1]
+
+
+def slice_vec(lw, e, shape, lets) -> int:
+    """The widest vector provable for a slice `e` swept over `shape`."""
+    base, chain = _chain(e, lets)
+    dims = base.type.dims if hasattr(base.type, "dims") else ()
+    elem = elem_of(e.type)
+    v = max_vec_for((elem,))
+    own = tuple(e.type.dims)
+    if not shape or not own:
+        return 1
+    if own[-1] == 1 and shape[-1] != 1:
+        return v  # broadcast along the row: one element a vector, no constraint
+    last = len(dims) - 1
+    div = memory.BIG
+    for sl in chain:
+        sub = sl.subs[last]
+        div = gcd(div, lw.divisor(sub.start))
+        if sub.point:
+            return 1
+        if isinstance(sub.extent, int):
+            div_ext = sub.extent
+            div = gcd(div, div_ext) if sl is not chain[-1] else div
+    d_last = dims[last] if dims else 1
+    pitch = _dim_div(lw, d_last)
+    div = gcd(div, pitch)
+    while v > 1 and (div % v or (isinstance(shape[-1], int) and shape[-1] % v)):
+        v //= 2
+    return v
+
+
+def _dim_div(lw, d) -> int:
+    if isinstance(d, int):
+        return d if d else memory.BIG
+    tile = lw.aligned.get(d.name)
+    if isinstance(tile, int) and tile > 0:
+        return max(4, tile & -tile)
+    return 4
+
+
+def expr_vec(lw, e, shape, lets) -> int:
+    """The widest vector every slice read in the elementwise expression `e` allows."""
+    v = max_vec(shape)
+    if isinstance(e.type, hir.Scalar):
+        return v
+    v = min(v, max_vec_for((elem_of(e.type),)))
+    if isinstance(e, (hir.Slice,)) or (isinstance(e, hir.Ref) and e.sym in lets):
+        return min(v, slice_vec(lw, e, shape, lets))
+    if isinstance(e, hir.Ref):
+        return v
+    parts = []
+    if isinstance(e, hir.Binary):
+        parts = [e.left, e.right]
+    elif isinstance(e, hir.Unary):
+        parts = [e.operand]
+    elif isinstance(e, hir.Convert):
+        parts = [e.value]
+    elif isinstance(e, hir.Builtin):
+        parts = list(e.args)
+    for p in parts:
+        v = min(v, expr_vec(lw, p, shape, lets))
+    return v
+
+
+# ---------------------------------------------------------------------------
+# Points: one register group of one thread
+
+
+@dataclass
+class State:
+    """What a sweep computes once and reuses across its groups."""
+
+    memo: dict = field(default_factory=dict)
+
+
+@dataclass
+class Point:
+    shape: tuple
+    coords: tuple  # per axis: (Value, int): a per-thread part and a constant part
+    lanes: int
+    valid: Reg | None
+    group: int | None
+    state: State
+    layout: object
+
+    def narrow(self, shape) -> Point:
+        """This point as seen by an operand of `shape` (extent-1 axes broadcast)."""
+        if tuple(shape) == tuple(self.shape):
+            return self
+        coords = []
+        for a, (n, m) in enumerate(zip(shape, self.shape, strict=True)):
+            if n == 1 and m != 1:
+                coords.append((Imm(0, self.coords[a][0].type), 0))
+            else:
+                coords.append(self.coords[a])
+        lanes = 1 if shape[-1] == 1 and self.shape[-1] != 1 else self.lanes
+        return Point(tuple(shape), tuple(coords), lanes, self.valid, self.group, self.state,
+                     ("narrow", self.layout, tuple(shape)))  # fmt: skip
+
+
+def _idiv(lw, x, n: int):
+    b, t = lw.b, lw.idx
+    if isinstance(x, Imm):
+        return Imm(x.value // n, t)
+    if n == 1:
+        return x
+    if n & (n - 1) == 0:
+        return b.op("shr", t, x, Imm(n.bit_length() - 1, "u32"))
+    return b.op("div", t, x, Imm(n, t))
+
+
+def _irem(lw, x, n: int):
+    b, t = lw.b, lw.idx
+    if isinstance(x, Imm):
+        return Imm(x.value % n, t)
+    if n == 1:
+        return Imm(0, t)
+    if n & (n - 1) == 0:
+        return b.op("and", "b32" if t == "s32" else "b64", x, Imm(n - 1, t), dest_type=t)
+    return b.op("rem", t, x, Imm(n, t))
+
+
+def _unflatten(lw, flat, shape):
+    coords = []
+    for n in reversed(shape[1:]):
+        coords.append((_irem(lw, flat, n), 0))
+        flat = _idiv(lw, flat, n)
+    coords.append((flat, 0))
+    return tuple(reversed(coords))
+
+
+def points(lw, shape, vec, state) -> list[Point]:
+    """The register groups of `Sweep(shape, threads, vec)`, unrolled: coordinates and
+    validity computed once per thread, constant offsets per group."""
+    T = lw.threads
+    lay = Sweep(shape, T, vec)
+    b, t = lw.b, lw.idx
+    tv = T * vec
+    flat0 = b.once(("flat0", vec), lambda: imul(b, t, lw.tid(), vec))
+    out = []
+    for g in range(lay.groups):
+        if len(shape) == 1:
+            coords = ((flat0, g * tv),)
+        elif len(shape) == 2 and tv % shape[1] == 0:
+            C = shape[1]
+            row = b.once(("row0", vec, C), lambda C=C: _idiv(lw, flat0, C))
+            col = b.once(("col0", vec, C), lambda C=C: _irem(lw, flat0, C))
+            coords = ((row, g * (tv // C)), (col, 0))
+        elif len(shape) == 2 and shape[1] % tv == 0:
+            gpr = shape[1] // tv
+            coords = ((Imm(0, t), g // gpr), (flat0, (g % gpr) * tv))
+        else:
+            flat = iadd(b, t, flat0, g * tv)
+            coords = _unflatten(lw, flat, shape)
+        valid = None
+        if (g + 1) * T > lay.vectors:
+            n = lay.vectors - g * T
+            valid = b.op("setp", "pred", lw.tid(), Imm(n, t), cmp="lt", type=t)
+        out.append(Point(tuple(shape), coords, vec, valid, g, state, ("sweep", tuple(shape), vec)))
+    return out
+
+
+def run(lw, shape, vec, evaluate, commit, *, unroll_any=False) -> None:
+    """Evaluate every group, then commit every group (loads issue before stores)."""
+    shape = tuple(shape)
+    T = lw.threads
+    lay = Sweep(shape, T, vec)
+    if prod(shape) == 1 or lay.groups <= UNROLL or unroll_any:
+        pts = points(lw, shape, vec, State())
+        values = [evaluate(p) for p in pts]
+        for p, v in zip(pts, values, strict=True):
+            commit(p, v)
+        return
+    b, t = lw.b, lw.idx
+    g = b.reg(t, "g")
+    with b.region() as body:
+        flat0 = b.once(("flat0", vec), lambda: imul(b, t, lw.tid(), vec))
+        flat = iadd(b, t, flat0, imul(b, t, g, T * vec))
+        coords = _unflatten(lw, flat, shape) if len(shape) > 1 else ((flat, 0),)
+        valid = None
+        if not lay.whole:
+            valid = b.op("setp", "pred", flat, Imm(lay.size, t), cmp="lt", type=t)
+        p = Point(shape, coords, vec, valid, None, State(), ("sweep", shape, vec))
+        commit(p, evaluate(p))
+    b.add(For(g, Imm(0, t), Imm(lay.groups, t), Imm(1, t), body.block, span=b.span))
+
+
+def replicated_points(lw, shape) -> list[Point]:
+    """Every element of a small tile, computed by every thread (a replicated target)."""
+    t = lw.idx
+    state = State()
+    out = []
+    for flat in range(prod(shape)):
+        rest, coords = flat, []
+        for n in reversed(shape):
+            coords.append((Imm(0, t), rest % n))
+            rest //= n
+        out.append(Point(tuple(shape), tuple(reversed(coords)), 1, None, None, state, ("all",)))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Evaluating an elementwise expression at a point
+
+
+class Sweeper:
+    """Lowers one tile statement: prepares its scalars and accesses, then sweeps."""
+
+    def __init__(self, lw, shape, vec):
+        self.lw = lw
+        self.shape = tuple(shape)
+        self.vec = vec
+        self.scalars: dict[int, Value] = {}
+        self.accesses: dict[int, memory.Access] = {}
+        self.shared_reads: list = []
+
+    # -- before the sweep ----------------------------------------------------
+
+    def prepare(self, e, shape) -> None:
+        """Scalars computed once; slices resolved (their starts computed once)."""
+        lw = self.lw
+        if isinstance(e.type, hir.Scalar):
+            self.scalars[id(e)] = lw.value(e)
+            return
+        if isinstance(e, hir.Builtin) and e.name == "iota":
+            return
+        if isinstance(e, (hir.Slice,)) or (isinstance(e, hir.Ref) and _is_view(lw, e)):
+            if _ekey(e) in self.accesses:  # the same slice read twice: one load
+                return
+            acc = memory.resolve(lw, e)
+            self.accesses[_ekey(e)] = acc
+            if acc.space == "shared":
+                own = tuple(e.type.dims)
+                key = ("sweep", self.shape, self.vec) if own == self.shape and _whole(acc) else None
+                self.shared_reads.append((acc.buffer, key))
+            return
+        if isinstance(e, hir.Ref):
+            tile = lw.tiles.get(e.sym)
+            if tile is None:
+                raise NotLowered(f"reading `{e.sym.name}` in a tile expression", e.span)
+            if tile.place == "shared":
+                acc = tile.access()
+                self.accesses[_ekey(e)] = acc
+                key = ("sweep", self.shape, self.vec) if tile.shape == self.shape else None
+                self.shared_reads.append((acc.buffer, key))
+            elif tile.place == "registers" and tile.regs is None:
+                raise NotLowered(f"`{e.sym.name}` read before it has a value", e.span)
+            return
+        if isinstance(e, hir.Binary):
+            self.prepare(e.left, shape)
+            self.prepare(e.right, shape)
+        elif isinstance(e, hir.Unary):
+            self.prepare(e.operand, shape)
+        elif isinstance(e, hir.Convert):
+            self.prepare(e.value, shape)
+        elif isinstance(e, hir.Builtin):
+            if e.name in REDUCTIONS:
+                raise NotLowered(f"`{e.name}` here", e.span)
+            if e.name not in ELEMENTWISE:
+                raise NotLowered(f"`{e.name}`", e.span)
+            for a in e.args:
+                self.prepare(a, shape)
+        else:
+            raise NotLowered(f"`{type(e).__name__}` in a tile expression", e.span)
+
+    def note_reads(self) -> None:
+        for buf, key in self.shared_reads:
+            self.lw.tracker.access(buf, "read", key)
+
+    # -- at a point ----------------------------------------------------------
+
+    def ev(self, e, p: Point) -> list[Value]:
+        if id(e) in self.scalars:
+            return [self.scalars[id(e)]] * p.lanes
+        q = p.narrow(tuple(e.type.dims))
+        vals = self.ev_at(e, q)
+        if len(vals) < p.lanes:
+            vals = vals * p.lanes
+        return vals
+
+    def ev_at(self, e, p: Point) -> list[Value]:
+        lw, b = self.lw, self.lw.b
+        t = elem_of(e.type)
+        if _ekey(e) in self.accesses:
+            acc = self.accesses[_ekey(e)]
+            key = ("load", acc.key, p.group, p.lanes, tuple((_key(r), k) for r, k in p.coords))
+            memo = p.state.memo
+            if key not in memo:
+                memo[key] = self.load(acc, p)
+            return memo[key]
+        if isinstance(e, hir.Ref):
+            tile = lw.tiles[e.sym]
+            if tile.place == "replicated":
+                return [tile.regs[0]]
+            if p.group is None or tile.vec != p.lanes:
+                raise NotLowered(f"`{e.sym.name}` read by another layout", e.span)
+            return list(tile.regs[p.group])
+        if isinstance(e, hir.Convert):
+            src = elem_of(e.value.type)
+            return [scalars.convert(b, v, src, t) for v in self.ev(e.value, p)]
+        if isinstance(e, hir.Unary):
+            return [scalars.unary(b, e.op, v, t) for v in self.ev(e.operand, p)]
+        if isinstance(e, hir.Binary):
+            xs, ys = self.ev(e.left, p), self.ev(e.right, p)
+            lt = elem_of(e.left.type)
+            return [scalars.binary(b, e.op, x, y, lt) for x, y in zip(xs, ys, strict=True)]
+        if isinstance(e, hir.Builtin):
+            return self.builtin(e, p, t)
+        raise NotLowered(f"`{type(e).__name__}` in a tile expression", e.span)
+
+    def builtin(self, e, p, t) -> list[Value]:
+        b = self.lw.b
+        name = e.name
+        if name == "iota":
+            d = int(e.args[0].value)
+            reg, k = p.coords[d]
+            out = []
+            for lane in range(p.lanes):
+                off = k + (lane if d == len(p.shape) - 1 else 0)
+                v = iadd(b, self.lw.idx, reg, off)
+                out.append(v if self.lw.idx == "s32" else scalars.convert(b, v, "i64", "i32"))
+            return out
+        args = [self.ev(a, p) for a in e.args]
+        lanes = list(zip(*args, strict=True))
+        at = [elem_of(a.type) for a in e.args]
+        if name in ("exp", "log", "sqrt", "tanh", "round", "floor", "ceil", "abs", "rsqrt",
+                    "sin", "cos"):  # fmt: skip
+            return [scalars.math1(b, name, x[0], t) for x in lanes]
+        if name == "pow":
+            return [scalars.power(b, x, y, t) for x, y in lanes]
+        if name in ("min", "max", "tmax"):
+            which = "min" if name == "min" else "max"
+            return [scalars.minmax(b, which, x, y, t) for x, y in lanes]
+        if name == "where":
+            return [scalars.select(b, scalars.materialize(b, c, "bool"), x, y, t)
+                    for c, x, y in lanes]  # fmt: skip
+        if name == "argsel":
+            out = []
+            for va, vb, ia, ib in lanes:
+                ge = scalars.binary(b, ">=", va, vb, at[0])
+                out.append(scalars.select(b, ge, ia, ib, t))
+            return out
+        if name in REG:  # a conversion spelled as a call
+            return [scalars.convert(b, x[0], at[0], t) for x in lanes]
+        raise NotLowered(f"`{name}`", e.span)
+
+    # -- memory --------------------------------------------------------------
+
+    def _base(self, acc, p):
+        """The address of `acc` at the per-thread part of `p`'s coordinates (memoised)."""
+        lw = self.lw
+        regs = tuple(c[0] for c in p.coords)
+        key = ("base", acc.key, regs)
+        memo = p.state.memo
+        if key not in memo:
+            flat = memory.flat_index(lw, acc, regs)
+            memo[key] = memory.address(lw, acc, flat)
+        return memo[key]
+
+    def _const_offset(self, acc, p):
+        b, t = self.lw.b, self.lw.idx
+        total = 0
+        for a, (_, k) in enumerate(p.coords):
+            if k == 0:
+                continue
+            pitch = acc.pitches[a]
+            if isinstance(pitch, int):
+                total = (
+                    total + k * pitch if isinstance(total, int) else iadd(b, t, total, k * pitch)
+                )
+            else:
+                total = iadd(b, t, total, imul(b, t, pitch, k))
+        return total
+
+    def address(self, acc, p):
+        base = self._base(acc, p)
+        off = self._const_offset(acc, p)
+        if isinstance(off, Imm):
+            off = off.value
+        return memory.offset_address(self.lw, base, acc, off)
+
+    def guard(self, acc, p) -> tuple[Reg | None, bool]:
+        """The predicate a vector of `acc` at `p` is in bounds under; (None, True) when it
+        always is, (None, False) when it never is."""
+        b, t = self.lw.b, self.lw.idx
+        memo = p.state.memo
+        preds = [] if p.valid is None else [p.valid]
+        for a, limits in enumerate(acc.bounds):
+            reg, k = p.coords[a]
+            for lim_v in limits:
+                key = ("lim", acc.key, a, _key(lim_v), _key(reg))
+                if key not in memo:
+                    start = iadd(b, t, acc.starts[a], reg)
+                    memo[key] = isub(b, t, lim_v, start)
+                lim = memo[key]
+                if isinstance(lim, Imm):
+                    if k < lim.value:
+                        continue
+                    return None, False
+                pkey = ("in", acc.key, a, _key(lim_v), _key(reg), k)
+                if pkey not in memo:
+                    memo[pkey] = b.op("setp", "pred", lim, Imm(k, t), cmp="gt", type=t)
+                preds.append(memo[pkey])
+        if not preds:
+            return None, True
+        out = preds[0]
+        for q in preds[1:]:
+            ckey = ("and", out.name, q.name)
+            if ckey not in memo:
+                memo[ckey] = b.op("and", "pred", out, q)
+            out = memo[ckey]
+        return out, True
+
+    def load(self, acc, p) -> list[Value]:
+        b = self.lw.b
+        guard, live = self.guard(acc, p)
+        rt = REG[acc.elem]
+        if not live:
+            zero = Imm(0.0, rt) if rt.startswith("f") or rt == "bf16" else Imm(0, rt)
+            return [
+                scalars.materialize(b, zero, acc.elem) if rt in ("f16", "bf16") else zero
+            ] * p.lanes
+        addr = self.address(acc, p)
+        return memory.load(b, acc.space, acc.elem, addr, p.lanes, guard)
+
+    def store(self, acc, p, values) -> None:
+        b = self.lw.b
+        guard, live = self.guard(acc, p)
+        if not live:
+            return
+        addr = self.address(acc, p)
+        values = [scalars.materialize(b, v, acc.elem) for v in values]
+        memory.store(b, acc.space, acc.elem, addr, values, guard)
+
+
+def _ekey(e):
+    """A tile expression as a dictionary key: equal slices share one."""
+    try:
+        hash(e)
+    except TypeError:
+        return id(e)
+    return e
+
+
+def _key(v):
+    return v.name if isinstance(v, Reg) else (v.value if isinstance(v, Imm) else v)
+
+
+def _is_view(lw, e) -> bool:
+    return isinstance(lw.env.get(e.sym), memory.Access) or (
+        isinstance(e.sym.type, hir.TensorT) and e.sym.kind == "param"
+    )
+
+
+def _whole(acc) -> bool:
+    return all(isinstance(s, Imm) and s.value == 0 for s in acc.starts)
+
+
+# ---------------------------------------------------------------------------
+# Tile statements
+
+
+def tile_statement(lw, s) -> None:
+    """`var t = e`, `let t = e` (a tile value), `t = e`, `t op= e`, `X[..] = e`, `X[..] op= e`."""
+    from phobos.lower import reduce
+
+    if isinstance(s, (hir.VarDecl, hir.Let)):
+        tile = lw.tiles[s.sym]
+        declare(lw, tile)
+        if s.value is None:
+            if tile.place != "shared":  # every register holds a value before any read
+                zero = scalars.const(0, tile.elem)
+                regs = tile.regs if tile.place == "replicated" else sum(tile.regs, [])
+                for r in regs:
+                    lw.b.mov(r, scalars.materialize(lw.b, zero, tile.elem), _mov_type(r.type))
+            return
+        target, op, value = hir.Ref(s.sym, s.sym.type, s.sym.uni), "=", s.value
+    else:
+        target, op, value = s.target, s.op, s.value
+    if isinstance(value, hir.Builtin) and value.name in REDUCTIONS and op == "=":
+        reduce.row_reduction(lw, value, target)
+        return
+    shape = tuple(target.type.dims)
+    if any(not isinstance(d, int) for d in shape):
+        raise NotLowered("a tile statement over an extent bound at launch", s.span)
+    tile = lw.tiles.get(target.sym) if isinstance(target, hir.Ref) else None
+    vec = lw.plan.vec.get(id(s), 1)
+    if isinstance(s, (hir.VarDecl, hir.Let)):
+        vec = lw.plan.vec.get(id(s), vec)
+    if tile is not None and tile.place == "registers":
+        vec = tile.vec
+    sw = Sweeper(lw, shape, vec)
+    sw.prepare(value, shape)
+    if op != "=":
+        sw.prepare(target, shape)
+    target_acc = None
+    if tile is None or tile.place == "shared":
+        target_acc = tile.access() if tile is not None else memory.resolve(lw, target)
+    sw.note_reads()
+    key = ("sweep", shape, vec)
+    if target_acc is not None and target_acc.space == "shared":
+        whole = tile is not None
+        lw.tracker.access(target_acc.buffer, "write", key if whole else None)
+    masks = [a for a in range(len(shape)) if target_acc is not None and target_acc.masked(a)]
+    log.debug("sweep over %s at vector width %d%s%s", list(shape), vec,
+              f", target masked on axes {masks}" if masks else "",
+              f" into {tile.place} `{tile.sym.name}`" if tile is not None else "")  # fmt: skip
+
+    def evaluate(p):
+        vals = sw.ev(value, p)
+        if op != "=":
+            old = sw.ev(target, p)
+            t = elem_of(target.type)
+            vals = [scalars.binary(lw.b, op[:-1], x, y, t) for x, y in zip(old, vals, strict=True)]
+        return vals
+
+    def commit(p, vals):
+        if tile is not None and tile.place == "replicated":
+            lw.b.mov(tile.regs[0], scalars.materialize(lw.b, vals[0], tile.elem),
+                     _mov_type(tile.regs[0].type))  # fmt: skip
+        elif tile is not None and tile.place == "registers":
+            for r, v in zip(tile.regs[p.group], vals, strict=True):
+                lw.b.mov(r, scalars.materialize(lw.b, v, tile.elem), _mov_type(r.type))
+        else:
+            sw.store(target_acc, p, vals)
+
+    if tile is not None and tile.place == "replicated":
+        for p in replicated_points(lw, shape):
+            commit(p, evaluate(p))
+        return
+    run(lw, shape, vec, evaluate, commit, unroll_any=tile is not None and tile.place == "registers"
+        or _reads_registers(lw, value))  # fmt: skip
+
+
+def _reads_registers(lw, e) -> bool:
+    from phobos.lower.placement import _walk
+
+    return any(
+        isinstance(n, hir.Ref) and getattr(lw.tiles.get(n.sym), "place", None) == "registers"
+        for n in _walk(e)
+    )
+
+
+def _mov_type(rt: str) -> str:
+    return {"f16": "b16", "bf16": "b16"}.get(rt, rt)
+
+
+def declare(lw, tile) -> None:
+    """Give a register or replicated tile its registers (once, where it is declared)."""
+    if tile.regs is not None:
+        return
+    rt = REG[tile.elem]
+    if tile.place == "replicated":
+        tile.regs = [lw.b.reg(rt, tile.sym.name)]
+    elif tile.place == "registers":
+        lay = tile.layout(lw.threads)
+        tile.regs = [[lw.b.reg(rt, tile.sym.name) for _ in range(tile.vec)]
+                     for _ in range(lay.groups)]  # fmt: skip

@@ -1,0 +1,111 @@
+"""Helpers for the lowering's tests: check and lower `.ph` source, run it both ways."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+from phobos.lower import lir
+from phobos.lower.kernel import lower_kernel
+from phobos.lower.lirparse import parse_kernel
+from phobos.lower.verify import verify
+from phobos.sema.check import check_kernel
+from phobos.source import SourceFile
+from phobos.syntax.parser import parse
+
+DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i32": np.int32,
+          "i64": np.int64, "u32": np.uint32, "u8": np.uint8, "i8": np.int8}  # fmt: skip
+
+
+def checked(source: str, name: str = "k", variant=None, index_width=32):
+    program, diags = parse(SourceFile("k.ph", source))
+    assert not diags, [d.message for d in diags]
+    kernel, diags = check_kernel(program, name, variant, index_width)
+    assert kernel is not None, [d.message for d in diags]
+    return kernel
+
+
+def lowered(source: str, name: str = "k", variant=None, index_width=32):
+    """(hir kernel, lir kernel): verified, and its text parses back to it."""
+    hk = checked(source, name, variant, index_width)
+    k, diags = lower_kernel(hk)
+    assert k is not None, [(d.code, d.message) for d in diags]
+    verify(k)
+    assert parse_kernel(lir.print_kernel(k)) == k
+    return hk, k
+
+
+def text(k) -> str:
+    return lir.print_kernel(k)
+
+
+def insts(block):
+    """Every instruction of a lir block, nested ones included."""
+    for item in block.items:
+        if isinstance(item, lir.Inst):
+            yield item
+        for sub in ("then", "orelse", "body"):
+            inner = getattr(item, sub, None)
+            if isinstance(inner, lir.Block):
+                yield from insts(inner)
+
+
+def ops(k, op, **attrs):
+    return [
+        i for i in insts(k.body) if i.op == op and all(i.attr(a) == v for a, v in attrs.items())
+    ]
+
+
+def run_both(hk, k, grid, arrays: dict, scalars: dict | None = None, dims: dict | None = None):
+    """Run the hir kernel on the tile interpreter and the lir kernel on the threads
+    interpreter with copies of the same inputs; returns (tiles' arrays, threads' arrays)."""
+    from phobos.interp.threads import GlobalMemory, run_lir
+    from phobos.interp.tiles import run_kernel
+
+    scalars = scalars or {}
+    ref = {n: a.copy() for n, a in arrays.items()}
+    run_kernel(hk, grid, {**ref, **scalars}, dict(dims or {}))
+    mem = GlobalMemory()
+    params = {}
+    addrs = {}
+    for n, a in arrays.items():
+        addrs[n] = params[n] = mem.place(a.copy(), n)
+    for n, v in scalars.items():
+        params[n] = v
+    shapes = {}
+    for p in hk.params:
+        if n_dims := getattr(p.type, "dims", None):
+            for d, size in zip(n_dims, arrays[p.name].shape, strict=True):
+                if not isinstance(d, int):
+                    shapes[d.name] = size
+    shapes.update(dims or {})
+    for name in hk.dyn_dims:
+        params[name] = shapes[name]
+    run_lir(k, grid, params, mem, check_races=True)
+    got = {n: mem.read(addrs[n]) for n in arrays}
+    return ref, got
+
+
+def ptxas(k, arch="sm_90"):
+    """Assemble the kernel's PTX with ptxas (skipped where ptxas is absent, not under CI)."""
+    import pytest
+
+    from phobos.ptx.emit import emit_module
+
+    exe = shutil.which("ptxas")
+    if exe is None:
+        if os.environ.get("CI"):
+            raise AssertionError("ptxas is missing under CI")
+        pytest.skip("ptxas is not installed")
+    ptx = emit_module([k], arch)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.ptx")
+        with open(path, "w") as f:
+            f.write(ptx)
+        r = subprocess.run([exe, f"-arch={arch}", path, "-o", os.devnull], capture_output=True,
+                           text=True)  # fmt: skip
+        assert r.returncode == 0, r.stderr + "\n" + ptx

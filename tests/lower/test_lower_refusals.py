@@ -1,0 +1,61 @@
+"""What is not lowered yet is a diagnostic at the statement, never an exception; the
+driver's `lir` stage prints each kernel's text form."""
+
+from lowerkit import checked
+
+from phobos.diagnostics.codes import title
+from phobos.driver import compile_source
+from phobos.lower.kernel import lower_kernel
+from phobos.source import SourceFile
+
+
+def line_of(diag) -> int:
+    return diag.primary.span.source.line_col(diag.primary.span.start)[0]
+
+
+def test_dot_is_refused_at_its_line():
+    hk = checked("""
+kernel k(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
+  var a = A[0 :+ 16, 0 :+ 16]
+  var b = B[0 :+ 16, 0 :+ 16]
+  var acc: tile<f32>[16, 16] = 0.0
+  acc += dot(a, b)
+  C[0 :+ 16, 0 :+ 16] = acc
+}""")
+    k, diags = lower_kernel(hk)
+    assert k is None
+    [d] = diags
+    assert d.code == "E0500" and "`dot` is not lowered yet" in d.message
+    assert line_of(d) == 6
+
+
+def test_shared_memory_past_48_kb_is_refused():
+    hk = checked("""
+kernel k(A: tensor<f32>[M, N], B: tensor<f32>[M, N]) {
+  var a = A[0 :+ 128, 0 :+ 64]
+  var b = A[0 :+ 128, 0 :+ 64]
+  var c: tile<f32>[128, 1] = a[0 :+ 128, 0 :+ 1]
+  var d: tile<f32>[128, 1] = b[0 :+ 128, 0 :+ 1]
+  B[0 :+ 128, 0 :+ 1] = c + d
+}""")
+    k, diags = lower_kernel(hk)
+    assert k is None and diags[0].code == "E0501"
+
+
+def test_codes_have_explanations():
+    for code in ("E0500", "E0501", "E0502"):
+        assert title(code)
+
+
+def test_driver_emits_lir():
+    src = SourceFile(
+        "k.ph",
+        """
+kernel k(x: tensor<f32>[N]) {
+  x[ctx.block.x * 1024 :+ 1024] = x[ctx.block.x * 1024 :+ 1024] * 2.0
+}""",
+    )
+    result = compile_source(src, "lir")
+    assert result.ok, [d.message for d in result.diagnostics]
+    assert result.text.startswith("kernel k(%x: u64, %N: s32) threads=256")
+    assert "ld.global.v4.f32" in result.text
