@@ -1,0 +1,328 @@
+"""Launching on the GPU: bind by the contract, pack the `.entry` slots, call the driver.
+
+A launch reads only the launch contract (`contract.KernelContract`). Its arguments
+are bound by `binding.bind` — the rules every launch shares, each refusal naming the
+parameter before the driver is called — against parameters made from the contract
+(`params_of`). A `Packer`, built once per contract, holds one ctypes value per slot
+and the array of their addresses `cuLaunchKernel` reads; a launch only reassigns the
+values (the driver copies them at the call, so reuse is safe). Packing follows the
+slot convention `phobos.runtime.contract` sets down.
+
+    kernel = GpuKernel(contract, ptx)             # one kernel of a K.ptx / K.json pair
+    kernel.launch((blocks,), (x, y, out, 2.0))    # arrays: CUDA array interface or DLPack
+
+`launch_gpu(function, contract, grid, bound)` is the step after binding: grid (a
+`@persistent` kernel's from the occupancy API: CTAs per SM times SMs), dynamic
+shared memory (raising the kernel's limit past 48 KB), then `cuLaunchKernel`, or
+`cuLaunchCooperativeKernel` for a persistent kernel, whose CTAs must all be resident.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from phobos.runtime import cuda
+from phobos.runtime.binding import Bound, bind, resolve_grid
+from phobos.runtime.cache import KernelCache, Key, compiler_fingerprint, entry_key
+from phobos.runtime.contract import KernelContract
+from phobos.runtime.errors import ArgumentValueError, LaunchError
+from phobos.sema import hir
+
+DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory allowed without opting in
+
+# .param type -> the ctypes value packed into it
+SLOT_CTYPES = {
+    "u64": ctypes.c_uint64,
+    "s64": ctypes.c_int64,
+    "u32": ctypes.c_uint32,
+    "s32": ctypes.c_int32,
+    "b16": ctypes.c_uint16,
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+}
+
+
+def _f16_bits(value: float) -> int:
+    return struct.unpack("<H", struct.pack("<e", value))[0]
+
+
+def _bf16_bits(value: float) -> int:
+    # binding rounded the value to bf16 already: its f32 bits end in 16 zeros
+    return struct.unpack("<I", struct.pack("<f", value))[0] >> 16
+
+
+# Phobos scalar type -> the value its slot holds (widening is the ctypes type's)
+_SCALAR_VALUE = {"f16": _f16_bits, "bf16": _bf16_bits, "bool": int}
+
+_PTR, _SCALAR, _EXTENT = 0, 1, 2
+
+
+class Packer:
+    """The `.entry` slots of one contract as ctypes values, and `params`, the array
+    of their addresses. `pack(bound)` writes a launch's values and returns `params`.
+
+        >>> from phobos.runtime.contract import KernelContract
+        >>> k = KernelContract.build("k", [("x", "tensor", ("f32", ("N",))),
+        ...     ("flag", "scalar", "bool")], dyn_dims=("N",), chip="sm_90", fingerprint="")
+        >>> p = Packer(k)
+        >>> len(p.params), [ctypes.sizeof(v) for v in p.values]
+        (3, [8, 4, 4])
+    """
+
+    def __init__(self, contract: KernelContract):
+        self.contract = contract
+        self.values = [SLOT_CTYPES[p.ptx_type]() for p in contract.params]
+        self.params = (ctypes.c_void_p * max(len(self.values), 1))(
+            *(ctypes.addressof(v) for v in self.values)
+        )
+        self.lock = threading.Lock()  # one launch at a time writes the values
+        kinds = {"ptr": _PTR, "scalar": _SCALAR, "extent": _EXTENT}
+        self.plan = []
+        for p, value in zip(contract.params, self.values, strict=True):
+            convert = _SCALAR_VALUE.get(contract.scalars.get(p.name, ""))
+            limit = None
+            if p.kind == "extent":
+                limit = (1 << (8 * p.width - 1)) - 1
+            self.plan.append((value, kinds[p.kind], p.name, convert, limit))
+
+    def pack(self, bound: Bound):
+        """Write `bound`'s pointers, scalars and extents into the slots."""
+        for value, kind, name, convert, limit in self.plan:
+            if kind == _PTR:
+                value.value = bound.arrays[name].ptr
+            elif kind == _SCALAR:
+                v = bound.scalars[name]
+                value.value = convert(v) if convert else v
+            else:
+                n = bound.dims[name]
+                if n > limit:
+                    raise self._too_long(name, n)
+                value.value = n
+        return self.params
+
+    def _too_long(self, dim: str, n: int) -> LaunchError:
+        c = self.contract
+        param = next(t for t, spec in c.tensors.items() if dim in spec.dims)
+        return ArgumentValueError(
+            c.name,
+            param,
+            f"argument `{param}` binds {dim} = {n}, more than a {c.index_width}-bit index holds",
+            help="compile the kernel with 64-bit indices",
+        )
+
+
+def params_of(contract: KernelContract) -> tuple[hir.Sym, ...]:
+    """The kernel's parameters, as binding takes them, from the contract alone."""
+    syms = []
+    for i, name in enumerate(contract.arguments):
+        if name in contract.tensors:
+            spec = contract.tensors[name]
+            dims = tuple(hir.Dyn(d) if isinstance(d, str) else d for d in spec.dims)
+            t = hir.TensorT(hir.Scalar(spec.elem), dims)
+        else:
+            t = hir.Scalar(contract.scalars[name])
+        syms.append(hir.Sym(name, i, "param", t))
+    return tuple(syms)
+
+
+def stream_handle(stream: Any) -> int:
+    """The `CUstream` of `stream`: None (the legacy default stream, 0), an int, or a
+    stream object of a library (`.handle`, torch's `.cuda_stream`, CuPy's `.ptr`)."""
+    if stream is None:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    for attr in ("handle", "cuda_stream", "ptr"):
+        value = getattr(stream, attr, None)
+        if isinstance(value, int):
+            return value
+    raise TypeError(f"`stream=` takes a CUDA stream or its handle, not {type(stream).__name__}")
+
+
+def persistent_ctas(function, contract: KernelContract, shared: int) -> int:
+    """CTAs a `@persistent` kernel runs: as many as fit on every SM at once."""
+    found = function.persistent_ctas.get(shared)
+    if found is None:
+        per_sm = function.max_active_blocks(contract.threads, shared)
+        if per_sm < 1:
+            raise LaunchError(
+                contract.name,
+                None,
+                f"no CTA of {contract.threads} threads and {shared} bytes of dynamic shared "
+                "memory fits on an SM, so the persistent kernel cannot run",
+            )
+        found = function.persistent_ctas[shared] = per_sm * function.device.sm_count
+    return found
+
+
+def launch_gpu(
+    function,
+    contract: KernelContract,
+    grid: Any,
+    bound_args: Bound,
+    stream: Any = None,
+    shared: int | None = None,
+    packer: Packer | None = None,
+) -> tuple[int, ...]:
+    """Launch `function` (a loaded `module.Function`) with arguments already bound by
+    `contract`. `grid` is what `kernel[grid]` took; `shared` the dynamic shared bytes
+    (None: the contract's). Returns the block counts launched.
+    """
+    device = function.device
+    dynamic = contract.dynamic_smem if shared is None else shared
+    _check_resources(function, contract, dynamic)
+    meta = {**bound_args.dims, **contract.variant}
+    ctas = persistent_ctas(function, contract, dynamic) if contract.persistent else None
+    counts = resolve_grid(
+        grid,
+        meta,
+        kernel_name=contract.name,
+        persistent=contract.persistent,
+        persistent_ctas=ctas,
+    )
+    blocks = (*counts, 1, 1)[:3]
+    handle = stream_handle(stream)
+    if dynamic > function.dynamic_smem_limit:
+        function.set_max_dynamic_shared(dynamic)
+    packer = packer or Packer(contract)
+    with packer.lock:
+        params = packer.pack(bound_args)
+        device.activate()
+        threads = (contract.threads, 1, 1)
+        if contract.persistent:
+            cuda.launch_cooperative_kernel(
+                function.handle, blocks, threads, dynamic, handle, params
+            )
+        else:
+            cuda.launch_kernel(function.handle, blocks, threads, dynamic, handle, params)
+    return counts
+
+
+def _check_resources(function, contract: KernelContract, dynamic: int) -> None:
+    """Refuse, before the driver, a launch the card cannot run."""
+    props = function.device.properties
+    if contract.threads > function.max_threads:
+        raise LaunchError(
+            contract.name,
+            None,
+            f"the kernel runs {contract.threads} threads per CTA, but with "
+            f"{function.registers} registers per thread the card allows {function.max_threads}",
+            help="lower `@launch(threads = ..)`, or cap the registers",
+        )
+    total = dynamic + function.static_smem
+    if total > props.max_shared_optin:
+        raise LaunchError(
+            contract.name,
+            None,
+            f"the kernel needs {total} bytes of shared memory per CTA ({function.static_smem} "
+            f"static, {dynamic} dynamic), more than {props.name} allows ({props.max_shared_optin})",
+        )
+    if contract.persistent and not props.cooperative:
+        raise LaunchError(
+            contract.name, None, f"{props.name} cannot launch cooperatively, as @persistent needs"
+        )
+
+
+# ---------------------------------------------------------------------------
+# A kernel from its contract and PTX, loaded on each device it is launched on
+
+
+class GpuKernel:
+    """One compiled kernel: its contract and PTX, loaded lazily on every device
+    that a launch's arrays live on (through the kernel cache), one packer.
+
+        kernel = GpuKernel(contract.kernel("saxpy"), ptx_text)
+        kernel.launch(lambda m: (m["N"] // 256,), (x, y, out, 2.0), stream=None)
+    """
+
+    def __init__(self, contract: KernelContract, ptx: str, cache: KernelCache | None = None):
+        from phobos.runtime.contract import Contract
+
+        self.contract = contract
+        self.ptx = ptx
+        self.cache = cache
+        self.params = params_of(contract)
+        self.packer = Packer(contract)
+        self._contract_json = Contract((contract,)).to_json()
+        self._functions: dict[int, Any] = {}
+
+    def bind(self, args: Sequence[Any], stream: Any = None) -> Bound:
+        """Bind `args` by the contract, for the GPU (DLPack arrays read too)."""
+        from phobos.runtime.dlpack import from_dlpack
+
+        c = self.contract
+        handle = None if stream is None else stream_handle(stream)
+        return bind(
+            self.params,
+            args,
+            kernel_name=c.name,
+            variant=c.variant,
+            aligned=c.aligned,
+            target="gpu",
+            from_dlpack=lambda obj: from_dlpack(obj, handle),
+        )
+
+    def function(self, device: cuda.Device):
+        """The kernel loaded on `device`, once."""
+        found = self._functions.get(device.ordinal)
+        if found is None:
+            from phobos.runtime.module import load_kernel
+
+            key = self.key_for(device)
+            loaded = load_kernel(self.ptx, self._contract_json, key, device, self.cache)
+            found = self._functions[device.ordinal] = loaded.module.function(self.contract.entry)
+        return found
+
+    def key_for(self, device: cuda.Device) -> Key:
+        """The cache entry of this kernel's cubin for `device`'s chip."""
+        c = self.contract
+        if c.cache_key:
+            key = Key.parse(c.cache_key)
+            if key.chip == device.chip:
+                return key
+        source = c.cache_key or _sha_text(self.ptx)
+        return entry_key(source, c.fingerprint or compiler_fingerprint(), device.chip, c.variant)
+
+    def launch(self, grid: Any, args: Sequence[Any], stream: Any = None, shared=None):
+        """Bind `args`, then launch on their device; returns the block counts."""
+        bound = self.bind(args, stream)
+        device = cuda.device(arrays_device(self.contract.name, bound))
+        return launch_gpu(
+            self.function(device), self.contract, grid, bound, stream, shared, self.packer
+        )
+
+
+def _sha_text(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def arrays_device(kernel: str, bound: Bound) -> int:
+    """The ordinal of the device every tensor argument lives on (0 with no tensor or
+    one device); arrays on different devices are refused, naming the parameter."""
+    from phobos.runtime.dlpack import DLPackArray
+
+    if not bound.arrays or cuda.device_count() == 1:
+        return 0
+    ordinals = {}
+    for name, info in bound.arrays.items():
+        if isinstance(info.obj, DLPackArray):  # it knows its device
+            ordinals[name] = info.obj.device[1]
+        else:
+            ordinals[name] = cuda.pointer_device(info.ptr)
+    first, ordinal = next(iter(ordinals.items()))
+    for name, other in ordinals.items():
+        if other != ordinal:
+            raise ArgumentValueError(
+                kernel,
+                name,
+                f"argument `{name}` is on device {other}, but argument `{first}` is on "
+                f"device {ordinal}",
+                help="a kernel runs on one device: move the arrays to the same one",
+            )
+    return ordinal

@@ -1,0 +1,381 @@
+"""The driver binding (phobos.runtime.cuda, module) against a fake driver, no GPU.
+
+`FakeDriver` stands in for `libcuda.so.1`: each driver function is a method taking
+what the binding passes (ctypes pointers for out-parameters, which it writes), and
+every call is recorded. test_launch_gpu_pack.py launches through it too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+
+import pytest
+
+from phobos.runtime import cuda
+from phobos.runtime.cache import KernelCache, entry_key
+from phobos.runtime.module import Module, link, load_kernel
+
+ERROR_NAMES = {218: b"CUDA_ERROR_INVALID_PTX", 200: b"CUDA_ERROR_INVALID_IMAGE"}
+ERROR_TEXTS = {218: b"a PTX JIT compilation failed", 200: b"device kernel image is invalid"}
+ATTRIBUTES = {
+    cuda.ATTR_COMPUTE_CAPABILITY_MAJOR: 9,
+    cuda.ATTR_COMPUTE_CAPABILITY_MINOR: 0,
+    cuda.ATTR_MULTIPROCESSOR_COUNT: 132,
+    cuda.ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: 232448,
+    cuda.ATTR_L2_CACHE_SIZE: 52428800,
+    cuda.ATTR_MAX_THREADS_PER_BLOCK: 1024,
+    cuda.ATTR_COOPERATIVE_LAUNCH: 1,
+}
+PTXAS_LOG = b"ptxas application ptx input, line 7; error   : Unknown symbol 'nope'"
+
+
+class FakeDriver:
+    """A CUDA driver with `devices` GPUs of compute capability 9.0, recording calls."""
+
+    def __init__(self, devices=1):
+        self.devices = devices
+        self.calls: list[tuple[str, tuple]] = []
+        self.fail: dict[str, int] = {}  # call name -> the status it returns
+        self.pointer_devices: dict[int, int] = {}
+        self.func_attrs = {
+            cuda.FUNC_NUM_REGS: 32,
+            cuda.FUNC_SHARED_SIZE_BYTES: 1024,
+            cuda.FUNC_MAX_THREADS_PER_BLOCK: 1024,
+            cuda.FUNC_LOCAL_SIZE_BYTES: 0,
+        }
+        self.blocks_per_sm = 2
+        self.cubin = ctypes.create_string_buffer(b"\x7fELF fake cubin", 15)
+        self.launches: list[dict] = []
+        self._logs: dict[int, int] = {}
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+    def _record(self, name, *args) -> int:
+        self.calls.append((name, args))
+        return self.fail.get(name, 0)
+
+    def __getattr__(self, symbol):
+        raise AttributeError(symbol)
+
+    # errors
+    def cuGetErrorName(self, code, out):
+        if code not in ERROR_NAMES:
+            return 1
+        out[0] = ERROR_NAMES[code]
+        return 0
+
+    def cuGetErrorString(self, code, out):
+        if code not in ERROR_TEXTS:
+            return 1
+        out[0] = ERROR_TEXTS[code]
+        return 0
+
+    # devices and contexts
+    def cuInit(self, flags):
+        return self._record("cuInit", flags)
+
+    def cuDriverGetVersion(self, out):
+        out[0] = 12040
+        return self._record("cuDriverGetVersion")
+
+    def cuDeviceGetCount(self, out):
+        out[0] = self.devices
+        return self._record("cuDeviceGetCount")
+
+    def cuDeviceGet(self, out, ordinal):
+        out[0] = ordinal
+        return self._record("cuDeviceGet", ordinal)
+
+    def cuDeviceGetName(self, buf, size, dev):
+        buf.value = b"NVIDIA H200 (fake)"
+        return self._record("cuDeviceGetName", dev)
+
+    def cuDeviceGetAttribute(self, out, attr, dev):
+        out[0] = ATTRIBUTES[attr]
+        return self._record("cuDeviceGetAttribute", attr, dev)
+
+    def cuDevicePrimaryCtxRetain(self, out, dev):
+        out[0] = 0x1000 + dev
+        return self._record("cuDevicePrimaryCtxRetain", dev)
+
+    def cuCtxSetCurrent(self, ctx):
+        return self._record("cuCtxSetCurrent", ctx)
+
+    def cuCtxGetCurrent(self, out):
+        out[0] = 0x1000
+        return self._record("cuCtxGetCurrent")
+
+    def cuCtxSynchronize(self):
+        return self._record("cuCtxSynchronize")
+
+    def cuPointerGetAttribute(self, data, attr, ptr):
+        ctypes.cast(data, ctypes.POINTER(ctypes.c_int))[0] = self.pointer_devices.get(ptr, 0)
+        return self._record("cuPointerGetAttribute", attr, ptr)
+
+    # modules and linking
+    def _write_log(self, options, values, count, option, text: bytes):
+        for i in range(count):
+            if options[i] == option:
+                ctypes.memmove(values[i], text + b"\0", len(text) + 1)
+
+    def cuModuleLoadDataEx(self, out, image, count, options, values):
+        if image.startswith(b"bad"):
+            self._write_log(options, values, count, cuda.JIT_ERROR_LOG_BUFFER, b"bad image")
+            self._record("cuModuleLoadDataEx", image)
+            return 200
+        out[0] = 0x2000
+        return self._record("cuModuleLoadDataEx", image)
+
+    def cuModuleUnload(self, module):
+        return self._record("cuModuleUnload", module)
+
+    def cuModuleGetFunction(self, out, module, name):
+        out[0] = 0x3000
+        return self._record("cuModuleGetFunction", module, name)
+
+    def cuLinkCreate_v2(self, count, options, values, out):
+        self._link_log = (options, values, count)
+        out[0] = 0x4000
+        return self._record("cuLinkCreate_v2", count)
+
+    def cuLinkAddData_v2(self, state, kind, data, size, name, n, options, values):
+        status = self._record("cuLinkAddData_v2", kind, data, size, name)
+        if b"nope" in data:
+            self._write_log(*self._link_log, cuda.JIT_ERROR_LOG_BUFFER, PTXAS_LOG)
+            return 218
+        return status
+
+    def cuLinkComplete(self, state, out, size):
+        out[0] = ctypes.addressof(self.cubin)
+        size[0] = len(self.cubin)
+        return self._record("cuLinkComplete", state)
+
+    def cuLinkDestroy(self, state):
+        return self._record("cuLinkDestroy", state)
+
+    # functions and launches
+    def cuFuncGetAttribute(self, out, attr, func):
+        out[0] = self.func_attrs[attr]
+        return self._record("cuFuncGetAttribute", attr, func)
+
+    def cuFuncSetAttribute(self, func, attr, value):
+        return self._record("cuFuncSetAttribute", func, attr, value)
+
+    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, out, func, threads, smem):
+        out[0] = self.blocks_per_sm
+        return self._record("cuOccupancyMaxActiveBlocksPerMultiprocessor", func, threads, smem)
+
+    def _launch(self, name, f, gx, gy, gz, bx, by, bz, shared, stream, params):
+        # the slots as they are at the call (the driver copies them then)
+        addresses = [params[i] for i in range(len(params))]
+        self.launches.append(
+            dict(
+                call=name,
+                function=f,
+                grid=(gx, gy, gz),
+                block=(bx, by, bz),
+                shared=shared,
+                stream=stream,
+                slots=[ctypes.string_at(a, 8) if a else b"" for a in addresses],
+            )
+        )
+        return self._record(name)
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        return self._launch("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shared, stream, params)
+
+    def cuLaunchCooperativeKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params):
+        return self._launch(
+            "cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shared, stream, params
+        )
+
+    # streams, events, memory
+    def cuStreamCreate(self, out, flags):
+        out[0] = 0x5000
+        return self._record("cuStreamCreate", flags)
+
+    def cuStreamSynchronize(self, stream):
+        return self._record("cuStreamSynchronize", stream)
+
+    def cuStreamDestroy_v2(self, stream):
+        return self._record("cuStreamDestroy_v2", stream)
+
+    def cuEventCreate(self, out, flags):
+        out[0] = 0x6000 + len(self.calls)
+        return self._record("cuEventCreate", flags)
+
+    def cuEventRecord(self, event, stream):
+        return self._record("cuEventRecord", event, stream)
+
+    def cuEventSynchronize(self, event):
+        return self._record("cuEventSynchronize", event)
+
+    def cuEventElapsedTime(self, out, start, end):
+        out[0] = 1.5
+        return self._record("cuEventElapsedTime", start, end)
+
+    def cuEventDestroy_v2(self, event):
+        return self._record("cuEventDestroy_v2", event)
+
+    def cuMemAlloc_v2(self, out, size):
+        out[0] = 0x7000_0000
+        return self._record("cuMemAlloc_v2", size)
+
+    def cuMemFree_v2(self, ptr):
+        return self._record("cuMemFree_v2", ptr)
+
+    def cuMemcpyHtoD_v2(self, dst, src, size):
+        return self._record("cuMemcpyHtoD_v2", dst, src, size)
+
+    def cuMemcpyDtoH_v2(self, dst, src, size):
+        return self._record("cuMemcpyDtoH_v2", dst, src, size)
+
+    def cuMemsetD8_v2(self, dst, value, size):
+        return self._record("cuMemsetD8_v2", dst, value, size)
+
+
+@pytest.fixture
+def fake():
+    driver = FakeDriver()
+    previous = cuda.use_library(driver)
+    yield driver
+    cuda.use_library(previous)
+
+
+# ---------------------------------------------------------------------------
+
+
+def test_missing_library_names_it(monkeypatch):
+    previous = cuda.use_library(None)
+    monkeypatch.setattr(cuda, "LIBRARY", "libcuda-absent-for-the-test.so.1")
+    try:
+        with pytest.raises(cuda.DriverUnavailable, match="libcuda-absent-for-the-test.so.1"):
+            cuda.device_count()
+    finally:
+        cuda.use_library(previous)
+
+
+def test_check_names_the_call_and_the_drivers_words(fake):
+    with pytest.raises(cuda.CudaError) as info:
+        cuda.check(218, "cuModuleLoadDataEx")
+    err = info.value
+    assert (err.call, err.code, err.name) == ("cuModuleLoadDataEx", 218, "CUDA_ERROR_INVALID_PTX")
+    assert str(err) == (
+        "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed"
+    )
+
+
+def test_check_of_a_code_the_driver_cannot_name(fake):
+    with pytest.raises(cuda.CudaError, match=r"cuInit failed: CUDA_ERROR_UNKNOWN_CODE \(9999\)"):
+        cuda.check(9999, "cuInit")
+
+
+def test_a_failing_wrapper_raises_with_its_call(fake):
+    fake.fail["cuCtxSynchronize"] = 200
+    with pytest.raises(cuda.CudaError, match="^cuCtxSynchronize failed: CUDA_ERROR_INVALID"):
+        cuda.ctx_synchronize()
+
+
+def test_device_properties_and_chip(fake):
+    dev = cuda.device(0)
+    assert dev is cuda.device(0)
+    assert dev.chip == "sm_90"
+    assert dev.sm_count == 132
+    props = dev.properties
+    assert props.name == "NVIDIA H200 (fake)"
+    assert props.max_shared_optin == 232448 and props.cooperative
+    assert props.l2_bytes == 52428800 and props.max_threads == 1024
+    before = fake.names().count("cuDeviceGetAttribute")
+    assert dev.properties is props and fake.names().count("cuDeviceGetAttribute") == before
+    assert fake.names().count("cuInit") == 1
+
+
+def test_primary_context_retained_once_and_set_current_when_it_changes(fake):
+    dev = cuda.device(0)
+    dev.activate()
+    dev.activate()
+    assert fake.names().count("cuDevicePrimaryCtxRetain") == 1
+    assert fake.names().count("cuCtxSetCurrent") == 1
+    assert cuda.ctx_get_current() == 0x1000
+
+
+def test_pointer_device(fake):
+    fake.pointer_devices[0xABC00] = 3
+    assert cuda.pointer_device(0xABC00) == 3
+
+
+def test_v2_symbols_are_called(fake):
+    ptr = cuda.mem_alloc(256)
+    cuda.memset_d8(ptr, 0, 256)
+    buf = ctypes.create_string_buffer(256)
+    cuda.memcpy_htod(ptr, ctypes.addressof(buf), 256)
+    cuda.memcpy_dtoh(ctypes.addressof(buf), ptr, 256)
+    cuda.mem_free(ptr)
+    s = cuda.stream_create()
+    cuda.stream_destroy(s)
+    assert {"cuMemAlloc_v2", "cuMemsetD8_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2"} <= set(
+        fake.names()
+    )
+    assert {"cuMemFree_v2", "cuStreamDestroy_v2"} <= set(fake.names())
+
+
+def test_events_time(fake):
+    start, end = cuda.event_create(), cuda.event_create()
+    cuda.event_record(start)
+    cuda.event_record(end, 0x5000)
+    cuda.event_synchronize(end)
+    assert cuda.event_elapsed_ms(start, end) == 1.5
+    cuda.event_destroy(start)
+    assert fake.names().count("cuEventDestroy_v2") == 1
+
+
+def test_link_returns_a_copy_of_the_cubin_and_destroys_the_state(fake):
+    cubin = link(".version 8.0\n.target sm_90\n", cuda.device(0))
+    assert cubin == b"\x7fELF fake cubin"
+    name, args = next(c for c in fake.calls if c[0] == "cuLinkAddData_v2")
+    assert args[0] == cuda.JIT_INPUT_PTX and args[1].endswith(b"\0")
+    assert fake.names()[-1] == "cuLinkDestroy"
+
+
+def test_bad_ptx_names_cuLinkAddData_and_carries_the_ptxas_log(fake):
+    with pytest.raises(cuda.CudaError) as info:
+        link(".version 8.0\n nope", cuda.device(0))
+    assert info.value.call == "cuLinkAddData"
+    assert "CUDA_ERROR_INVALID_PTX" in str(info.value)
+    assert "Unknown symbol 'nope'" in str(info.value) and "nope" in info.value.log
+    assert fake.names()[-1] == "cuLinkDestroy"
+
+
+def test_module_load_failure_carries_the_jit_log(fake):
+    with pytest.raises(cuda.CudaError, match="(?s)cuModuleLoadDataEx failed.*bad image"):
+        Module.load(b"bad cubin", cuda.device(0))
+
+
+def test_module_function_and_its_attributes(fake):
+    mod = Module.load(b"cubin", cuda.device(0))
+    fn = mod.function("saxpy")
+    assert fn is mod.function("saxpy")
+    assert (fn.registers, fn.static_smem, fn.max_threads) == (32, 1024, 1024)
+    assert fn.max_active_blocks(256) == 2
+    fn.set_max_dynamic_shared(40000)  # under 48 KB: nothing to raise
+    fn.set_max_dynamic_shared(100000)
+    fn.set_max_dynamic_shared(90000)
+    assert [c[1][2] for c in fake.calls if c[0] == "cuFuncSetAttribute"] == [100000]
+    del mod, fn  # a function keeps its module loaded; both gone, it is unloaded
+    gc.collect()
+    assert "cuModuleUnload" in fake.names()
+
+
+def test_load_kernel_links_once_then_hits_the_cache(fake, tmp_path):
+    cache = KernelCache(tmp_path)
+    dev = cuda.device(0)
+    key = entry_key("src", "fp", "sm_90", {})
+    first = load_kernel(".version 8.0", '{"kernels": []}', key, dev, cache)
+    assert not first.hit and first.entry.cubin == b"\x7fELF fake cubin"
+    links = fake.names().count("cuLinkComplete")
+    second = load_kernel(".version 8.0", '{"kernels": []}', key, dev, cache)
+    assert second.hit and fake.names().count("cuLinkComplete") == links
+    with pytest.raises(ValueError, match="sm_80"):
+        load_kernel("", "{}", entry_key("src", "fp", "sm_80", {}), dev, cache)
