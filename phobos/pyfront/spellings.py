@@ -43,11 +43,12 @@ SLICE = "E0118"  # a slice step, `:+` without a start
 NOT_A_VALUE = "E0119"  # `ph.let`, `ph.kernel`, the module itself used as a value
 RESERVED = "E0120"  # a Python name that is a Phobos keyword
 NESTING = "E0121"  # nested too deeply to translate
+USES_GLOBAL = "E0122"  # a `uses` name the module also binds
 
 CODES = (
     SYNTAX, OPERATOR, EXPRESSION, COLLECTION, LITERAL, STATEMENT, LOOP_ELSE, TARGET,
     DECLARATION, RETURN_VALUE, PARAMETER, TYPE, UNKNOWN_NAME, ATTRIBUTE_ACCESS, KEYWORD_ARG,
-    DECORATOR, ATTRIBUTE_ARG, FOR_HEADER, SLICE, NOT_A_VALUE, RESERVED, NESTING,
+    DECORATOR, ATTRIBUTE_ARG, FOR_HEADER, SLICE, NOT_A_VALUE, RESERVED, NESTING, USES_GLOBAL,
 )  # fmt: skip
 
 
@@ -240,6 +241,10 @@ REFUSALS: dict[str, Refusal] = {
                          "write `@ph.fn(uses=(\"W\", \"C\"))`"),
     "positional_option": Refusal(DECORATOR, "`ph.{name}` takes its options by keyword", "",
                                  "{help}"),
+    "uses_global": Refusal(USES_GLOBAL, "`{name}` in `uses` of fn `{fn}` is also bound by the module",
+                           "read from the caller",
+                           "Python would read the module's `{name}` where Phobos reads the "
+                           "caller's; rename one of them"),
     "name_list": Refusal(DECORATOR, "`{option}` is a tuple of names as strings", "",
                          "write `{option}=(\"M\", \"N\")`"),
     "attr_arg": Refusal(ATTRIBUTE_ARG, "an attribute argument is a literal", "",

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import ast as py
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from phobos.diagnostics import Diagnostic
+from phobos.diagnostics import Diagnostic, Label
 from phobos.names import ATTRIBUTES, PLANNED_ATTRIBUTES, all_names
 from phobos.pyfront import spellings
 from phobos.pyfront.expressions import BINARY_OPS, ExpressionTranslator, float_text, suggest
@@ -146,8 +146,10 @@ class _ModuleTranslator:
         self.pos = positions
         self.items: list[ItemInfo] = []
         self.diagnostics: list[Diagnostic] = []
+        self.module_names: dict[str, py.AST] = {}
 
     def module(self, tree: py.Module) -> None:
+        self.module_names = _module_bindings(tree.body, ImportScope().with_imports(tree.body))
         self.scope_body(tree.body, ImportScope(), ())
 
     def scope_body(self, body: list[py.stmt], parent: ImportScope, path: tuple[str, ...]) -> None:
@@ -190,8 +192,57 @@ class _ModuleTranslator:
             )
             key = None
         self.diagnostics.extend(translator.diagnostics)
+        for used, span in translator.uses_spans.items():
+            bound = self.module_names.get(used)
+            if bound is not None and kind == "fn":
+                diag = refuse("uses_global", span, name=used, fn=node.name)
+                bspan = (
+                    self.pos.def_name(bound, bound.name)
+                    if isinstance(bound, (py.FunctionDef, py.AsyncFunctionDef, py.ClassDef))
+                    else self.pos.span(bound)
+                )
+                where = Label(bspan, f"`{used}` bound here")
+                self.diagnostics.append(replace(diag, secondary=(where,)))
         first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
         self.items.append(ItemInfo(result, kind, node.name, node.lineno, first, path, key))
+
+
+def _module_bindings(body: list[py.stmt], scope: ImportScope) -> dict[str, py.AST]:
+    """The names a module binds (assigned, imported, defined), each at its first binding.
+
+    A `@ph.kernel` or `@ph.fn` def is left out: a fn named in `uses` is refused by
+    the checker, which knows the module's fns (SPEC.md "Functions").
+    """
+    out: dict[str, py.AST] = {}
+
+    def target(t: py.AST) -> None:
+        if isinstance(t, py.Name):
+            out.setdefault(t.id, t)
+        elif isinstance(t, (py.Tuple, py.List)):
+            for e in t.elts:
+                target(e)
+        elif isinstance(t, py.Starred):
+            target(t.value)
+
+    for stmt in _own_statements(body):
+        if isinstance(stmt, py.Assign):
+            for t in stmt.targets:
+                target(t)
+        elif isinstance(stmt, (py.AnnAssign, py.AugAssign, py.For, py.AsyncFor)):
+            target(stmt.target)
+        elif isinstance(stmt, (py.With, py.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    target(item.optional_vars)
+        elif isinstance(stmt, (py.Import, py.ImportFrom)):
+            for alias in stmt.names:
+                if alias.name != "*":
+                    out.setdefault(alias.asname or alias.name.split(".")[0], stmt)
+        elif isinstance(stmt, (py.FunctionDef, py.AsyncFunctionDef, py.ClassDef)):
+            kinds = {scope.lang_name(_decorator_target(d)) for d in stmt.decorator_list}
+            if not kinds & {"kernel", "fn"}:
+                out.setdefault(stmt.name, stmt)
+    return out
 
 
 def _own_statements(body: list[py.stmt]):
@@ -218,6 +269,7 @@ class _ItemTranslator(ExpressionTranslator):
         self.kind = kind
         self.key: tuple[str, ...] | None = None
         self.uses: tuple[str, ...] | None = None
+        self.uses_spans: dict[str, Span] = {}  # each `uses` name at its string
 
     def head(self, node: py.AST, keyword: str) -> Span:
         """The span of the keyword a compound statement starts with."""
@@ -295,6 +347,9 @@ class _ItemTranslator(ExpressionTranslator):
                 pass  # launch-time options: the runtime reads them, the program does not
             elif name == "fn" and kw.arg == "uses":
                 self.uses = self.name_tuple(kw)
+                if self.uses is not None:
+                    for e in kw.value.elts:
+                        self.uses_spans.setdefault(e.value, self.span(e))
             else:
                 self.refuse(f"{name}_option", self.span(kw), name=kw.arg)
 

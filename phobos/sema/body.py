@@ -12,6 +12,7 @@ from phobos.names import BUILTINS, CONVERSIONS, SCALARS
 from phobos.sema import hir
 from phobos.sema.fold import FoldError, fold_binary, fold_convert, fold_unary, round_float
 from phobos.sema.inline import is_python, reads_from_caller, written_params
+from phobos.sema.registers import kernel_registers, note_update, register_decl
 from phobos.sema.scope import Binding, Scope, did_you_mean
 from phobos.sema.typing import (
     FLOATS,
@@ -64,6 +65,10 @@ class KernelChecker(UniformityMixin):
         self.python = is_python(kernel)
         self.checked_uses: set[str] = set()
         self.dyn: dict[str, hir.Sym] = {}
+        self.run_state = None  # set while a thread's runs are checked (phobos.sema.runs)
+        self.pending: list = []  # statements a `generate` splices before the current one
+        self.cond_depth = 0  # how many `if`s and `while`s enclose the current statement
+        self.registers: dict[int, tuple] = {}  # id(sym) -> (sym, cond_depth) per @registers tile
         self.init_uniformity()
 
     # ------------------------------------------------------------------ utilities
@@ -126,6 +131,7 @@ class KernelChecker(UniformityMixin):
             self.width,
             self.setup.threads,
             span=k.span,
+            registers=kernel_registers(self),
         )
         return kernel, self.diags
 
@@ -172,10 +178,14 @@ class KernelChecker(UniformityMixin):
     def block(self, b: ast.Block, scope: Scope) -> hir.Block:
         out = []
         for s in b.stmts:
+            saved, self.pending = self.pending, []
             try:
                 r = self.stmt(s, scope)
             except Bail:
                 continue
+            finally:
+                before, self.pending = self.pending, saved
+            out.extend(before)  # what a `generate` in `s` runs first
             if r is not None:
                 out.append(r)
         return hir.Block(tuple(out), span=b.span)
@@ -235,6 +245,7 @@ class KernelChecker(UniformityMixin):
                 raise Bail
             sym = self.sym(s.name.id, "var", declared, U)
             scope.bind(s.name.id, Binding(sym, key=self.key(s), origin=s))
+            register_decl(self, s, sym)
             return hir.VarDecl(sym, None, span=s.span)
         tile_assign = isinstance(declared, hir.TileT) or declared is None
         value = self.value_for(s.value, scope, declared, s, tile_assign=tile_assign)
@@ -254,6 +265,7 @@ class KernelChecker(UniformityMixin):
             uni = self.raise_var(key, max(value.uni, self.ctl()))
         sym = self.sym(s.name.id, "var", t, uni)
         scope.bind(s.name.id, Binding(sym, key=key, origin=s))
+        register_decl(self, s, sym)
         return hir.VarDecl(sym, value, span=s.span)
 
     def value_for(self, e, scope, declared, stmt, *, tile_assign):
@@ -483,6 +495,7 @@ class KernelChecker(UniformityMixin):
                 value = self.coerce(value, elem(ttype), s.value)
         else:
             value = self.coerce(value, ttype if tile else elem(ttype), s.value)
+        note_update(self, target, s)
         op_name = self.stmt_op(s)
         if tile or is_shaped(value.type):
             self.tile_statement(s, value, op_name, target=target)
@@ -540,9 +553,13 @@ class KernelChecker(UniformityMixin):
 
     def while_stmt(self, s: ast.While, scope):
         cond = self.condition(s.cond, scope)
-        return self.loop(
-            s, scope, cond.uni, None, lambda _, body: hir.While(cond, body, span=s.span)
-        )
+        self.cond_depth += 1
+        try:
+            return self.loop(
+                s, scope, cond.uni, None, lambda _, body: hir.While(cond, body, span=s.span)
+            )
+        finally:
+            self.cond_depth -= 1
 
     def loop(self, s, scope, bound_uni, make_var, build):
         key = ("loop",) + self.key(s)
@@ -563,6 +580,7 @@ class KernelChecker(UniformityMixin):
     def if_stmt(self, s: ast.If, scope):
         cond = self.condition(s.cond, scope)
         saved = self.enter_branch(cond.uni)
+        self.cond_depth += 1
         try:
             then = self.block(s.then, Scope(scope))
             mid = self.between_branches(saved)
@@ -576,6 +594,7 @@ class KernelChecker(UniformityMixin):
                 except Bail:
                     orelse = None
         finally:
+            self.cond_depth -= 1
             self.leave_branch(saved, locals().get("mid"))
         return hir.If(cond, then, orelse, span=s.span)
 
@@ -1046,7 +1065,12 @@ class KernelChecker(UniformityMixin):
                 for d, bd, s in zip(dims, bt.dims, subs, strict=True)
             ]
             rtype = type(bt)(bt.elem, tuple(dims))
-        return hir.Slice(base, tuple(subs), rtype, uni, span=e.span)
+        out = hir.Slice(base, tuple(subs), rtype, uni, span=e.span)
+        if self.run_state is not None and is_shaped(rtype):
+            from phobos.sema.runs import run_slice
+
+            return run_slice(self, e, out)
+        return out
 
     def rest_dim(self, dim, start):
         if isinstance(start, hir.Const) and isinstance(dim, int):

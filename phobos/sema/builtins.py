@@ -83,14 +83,9 @@ def _bad(ck, name, node, msg, label=""):
 def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
     span = call.span
     if is_quantized(name):
-        ck.error(
-            "E0314",
-            f"`{name}` is not supported yet",
-            call.func,
-            "a quantized built-in",
-            help="the quantized built-ins come with their own checker",
-        )
-        raise Bail
+        from phobos.sema.quantized import check_quantized
+
+        return check_quantized(ck, name, call, scope)
     if name in SCALARS and name not in CONVERSIONS:
         ck.error(
             "E0317",
@@ -335,12 +330,8 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
         else:
             _bad(ck, name, call, f"takes `f32`, `f16` or `i8` operands, not `{ea}`")
         return _tile_builtin(ck, name, [a, b], hir.TileT(acc, (m, n)), call)
-    if name == "sum":  # a thread's run: no group
-        _count(ck, name, call, 1)
-        (x,) = _args(ck, call, scope)
-        e = elem(x.type)
-        t = ck.idx if is_integer(x.type) else e
-        return _mk(name, [x], t, span=span)
+    if name == "sum":  # no group: the sum of a thread's runs
+        return _run_sum(ck, call, scope)
     if name in ("barrier",):
         _count(ck, name, call, 0)
         ck.need_control(name, call)
@@ -379,46 +370,14 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
             ck.need_uniform(name, a, call)
         rt = {"atomic_add": et, "atomic_cas": S("i32"), "load_acquire": S("i32")}.get(name, ck.idx)
         return _mk(name, [t, *rest], rt, U, span=span)
-    if name in ("elem", "word"):
-        _count(ck, name, call, 1, 2) if name == "word" else _count(ck, name, call, 2)
-        args = _args(ck, call, scope)
-        run = args[0]
-        _run(ck, name, run, call.args[0])
-        if len(args) > 1 and not isinstance(args[1], hir.Const):
-            _bad(ck, name, call.args[1], "takes a constant position")
-        if name == "word":
-            if elem(run.type).name != "i8":
-                _bad(ck, name, call.args[0], f"takes a run of `i8`, not `{elem(run.type)}`")
-            return _mk(name, args, ck.idx, span=span)
-        return _mk(name, args, elem(run.type), span=span)
-    if name == "store":
-        if len(call.args) < 2:
-            _count(ck, name, call, 2)
-        args = _args(ck, call, scope)
-        run = args[0]
-        n = _run(ck, name, run, call.args[0])
-        if n is not None and len(args) - 1 != n:
-            _bad(
-                ck, name, call, f"writes a run of {n}, so it takes {n} values, not {len(args) - 1}"
-            )
-        values = [
-            ck.adopt(v, elem(run.type), call) if ck.is_weak(v) else ck.convert(v, elem(run.type))
-            for v in args[1:]
-        ]
-        level = max([ck.ctl(), run.uni] + [v.uni for v in values])
-        if level > U:
-            ck.mark_dirty(run, _base_name(run))
-        return _mk(name, [run, *values], ck.idx, span=span)
+    if name in ("elem", "word", "store"):
+        return _run_access(ck, name, call, scope)
     if name in ("dp4a", "byteperm", "popcount", "f16bits"):
-        counts = {"dp4a": 3, "byteperm": 3, "popcount": 1, "f16bits": 1}
-        _count(ck, name, call, counts[name])
-        args = _args(ck, call, scope)
-        out = []
-        for a, node in zip(args, call.args, strict=True):
-            if is_shaped(a.type) or not is_integer(a.type):
-                _bad(ck, name, node, f"takes integers, not `{a.type}`")
-            out.append(ck.convert(a, ck.idx) if not ck.is_weak(a) else hir.Const(a.value, ck.idx))
-        return _mk(name, out, S("f16") if name == "f16bits" else ck.idx, span=span)
+        return _bit_helper(ck, name, call, scope)
+    if name == "generate":
+        from phobos.sema.generate import check_generate
+
+        return check_generate(ck, call, scope)
     if name in ("any", "all", "argmax", "reduce"):
         ck.error(
             "E0320",
@@ -427,13 +386,8 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
             "no `<over ...>`",
         )
         raise Bail
-    ck.error(
-        "E0313",
-        f"`{name}` is not checked yet",
-        call.func,
-        "no signature for it in this checker yet",
-    )
-    raise Bail
+    # every name of phobos.names.BUILTINS has a rule above (tests/sema/test_check_quantized.py)
+    raise AssertionError(f"built-in `{name}` has no rule in phobos.sema.builtins")
 
 
 def _base_name(e) -> str:
@@ -456,13 +410,126 @@ def _tensor_param(ck, name, t, node, elems):
     return t.type.elem
 
 
-def _run(ck, name, run, node):
-    if not isinstance(run, hir.Slice) or not is_shaped(run.type):
-        _bad(ck, name, node, "takes a thread's run, a slice `X[.., k :+ n]`")
-    spans = [s for s in run.subs if not s.point]
-    if len(spans) != 1 or not isinstance(spans[0].extent, int):
-        _bad(ck, name, node, "takes a run with one `:+` span of a constant length")
-    return spans[0].extent
+def _run_sum(ck, call, scope):
+    """`sum(e)` with no group: e over a thread's runs and scalars, summed in the thread."""
+    from phobos.sema.runs import E_RUN, check_run_expr, check_run_operands
+
+    _count(ck, "sum", call, 1)
+    node = call.args[0]
+    x, state = check_run_expr(ck, node, scope, "sum")
+    if x.type == ERR:
+        raise Bail
+    if is_shaped(x.type):
+        check_run_operands(ck, x, state, node)
+    if not state.runs or not is_shaped(x.type):
+        ck.error(
+            E_RUN,
+            "`sum` with no group sums a thread's runs, and this has none",
+            node,
+            "no run here",
+            help="sum a run, `sum(W[col, k :+ 16])`, or fold across a group: "
+            "`sum<over ctx.lane>(x)`",
+        )
+        raise Bail
+    e = elem(x.type)
+    if e.name == "bool" or e.name.startswith("u"):
+        ck.error(
+            E_RUN,
+            f"`sum` adds numbers, not `{e}`",
+            node,
+            f"a run of `{e}`",
+            help="convert it first, as in `sum(i32(a))`" if e.name != "bool" else (),
+        )
+        raise Bail
+    # an integer run sums as an index: i8 products are a dp4a per word (SPEC.md)
+    t = ck.idx if is_integer(x.type) else e
+    return _mk("sum", [x], t, span=call.span)
+
+
+def _run_access(ck, name, call, scope):
+    """`elem(run, i)`, `word(run, t)`, `store(run, v0, ..)`: one element, word or all of them."""
+    from phobos.sema.runs import E_RUN, the_run
+
+    if name == "store" and len(call.args) < 2:
+        _count(ck, name, call, 2)
+    if name == "elem":
+        _count(ck, name, call, 2)
+    if name == "word":
+        _count(ck, name, call, 1, 2)
+    run, n = the_run(ck, call, scope, name)
+    et = elem(run.type)
+    if name == "store":
+        values = _args(ck, ast.Call(call.func, call.args[1:], span=call.span), scope)
+        if len(values) != n:
+            ck.error(
+                E_RUN,
+                f"`store` writes a run of {n}, so it takes {n} values, not {len(values)}",
+                call,
+                f"{len(values)} value{'s' if len(values) != 1 else ''}",
+                help=f"pass one value per element: `store(run, v0, .., v{n - 1})`",
+            )
+            raise Bail
+        out = []
+        for v, node in zip(values, call.args[1:], strict=True):
+            if is_shaped(v.type):
+                _bad(ck, name, node, f"stores scalars, not `{v.type}`")
+            out.append(ck.adopt(v, et, node) if ck.is_weak(v) else ck.coerce(v, et, node))
+        from phobos.sema.registers import note_update
+
+        note_update(ck, run, call)
+        level = max([ck.ctl(), run.uni] + [v.uni for v in out])
+        if level > U:
+            ck.mark_dirty(run, _base_name(run))
+        return _mk(name, [run, *out], ck.idx, span=call.span)
+    if name == "word" and et.name != "i8":
+        ck.error(E_RUN, f"`word` takes a run of `i8`, not `{et}`", call.args[0], f"`{et}` here")
+        raise Bail
+    if name == "word" and n % 4:
+        ck.error(
+            E_RUN,
+            f"`word` takes a whole number of words, but the run has {n} bytes",
+            call.args[0],
+            f"{n} is not a multiple of 4",
+        )
+        raise Bail
+    count = n if name == "elem" else n // 4
+    pos = hir.Const(0, ck.idx)
+    if len(call.args) > 1:
+        p = ck.expr(call.args[1], scope)
+        if (
+            not isinstance(p, hir.Const)
+            or isinstance(p.value, bool)
+            or not isinstance(p.value, int)
+            or not 0 <= p.value < count
+        ):
+            what = "element" if name == "elem" else "word"
+            ck.error(
+                E_RUN,
+                f"`{name}` takes a constant {what} below {count}",
+                call.args[1],
+                "not a constant" if not isinstance(p, hir.Const) else "out of the run",
+                help=f"the run has {count} {what}{'s' if count != 1 else ''}, numbered from 0",
+            )
+            raise Bail
+        pos = hir.Const(p.value, ck.idx)
+    # a word is unsigned: as an index it is non-negative only at 64 bits (SPEC.md "Types")
+    t = et if name == "elem" else ck.idx
+    return _mk(name, [run, pos], t, run.uni, span=call.span)
+
+
+def _bit_helper(ck, name, call, scope):
+    """`dp4a`, `byteperm`, `popcount`, `f16bits`: integer scalars in, an index or f16 out."""
+    counts = {"dp4a": 3, "byteperm": 3, "popcount": 1, "f16bits": 1}
+    _count(ck, name, call, counts[name])
+    args = _args(ck, call, scope)
+    out = []
+    for a, node in zip(args, call.args, strict=True):
+        if is_shaped(a.type):
+            _bad(ck, name, node, f"takes integer scalars, not a tile `{a.type}`")
+        if not is_integer(a.type):
+            _bad(ck, name, node, f"takes integers, not `{a.type}`", f"`{a.type}` here")
+        out.append(ck.convert(a, ck.idx) if not ck.is_weak(a) else hir.Const(a.value, ck.idx))
+    return _mk(name, out, S("f16") if name == "f16bits" else ck.idx, span=call.span)
 
 
 def _collective(ck, name, call, scope):

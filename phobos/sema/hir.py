@@ -311,7 +311,8 @@ class Kernel:
     """One kernel, checked and specialised to `variant` (each @autotune name's value).
 
     `attrs` is `phobos.sema.attributes.KernelAttributes`; `dyn_dims` the tensor
-    dimension names bound at launch, in the order they first appear in `params`.
+    dimension names bound at launch, in the order they first appear in `params`;
+    `registers` the `var` tiles `@registers` keeps in registers (each binding).
     """
 
     name: str
@@ -323,6 +324,7 @@ class Kernel:
     index_width: int = 32
     threads: int = 256
     span: Span | None = field(default=None, compare=False, repr=False)
+    registers: tuple[Sym, ...] = ()  # the tiles @registers keeps in registers
 
 
 # ---------------------------------------------------------------------------
@@ -377,6 +379,8 @@ def _dump(node, depth: int, out: list[str]) -> None:
         variant = ", ".join(f"{k}={v}" for k, v in node.variant)
         out.append(f"kernel {node.name}({params})  // variant {variant or '-'}")
         out.append(f"  // threads {node.threads}, index width {node.index_width}")
+        if node.registers:
+            out.append(f"  // registers {', '.join(_sym(s) for s in node.registers)}")
         _dump(node.body, depth, out)
     elif isinstance(node, Block):
         out.append(pad + "{")

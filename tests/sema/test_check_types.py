@@ -173,8 +173,8 @@ REFUSED = [
         "quantized",
         ["var t: tile<i8>[4, 64] = 0", "var q = qdot_t(t, t, t, t) // <-"],
         ["t: ph.var[ph.tile[ph.i8][4, 64]] = 0", "q: ph.var = ph.qdot_t(t, t, t, t)  # <-"],
-        "E0314",
-        "`qdot_t` is not supported yet",
+        "E0322",
+        "`qdot_t` takes `a_scales` of `f32`",
     ),
     (
         "width",
@@ -388,6 +388,6 @@ def _lets(kernel):
     return [s.sym for s in kernel.body.stmts if isinstance(s, hir.Let)]
 
 
-def test_not_checked_yet_is_a_diagnostic():
+def test_generate_of_an_expression_fn_is_a_diagnostic():
     _, diags = check("fn f(a) = a\nkernel k(x: f32) {\n  let y = generate(f)\n}\n")
-    assert diags[0].code == "E0313" and "`generate` is not checked yet" in diags[0].message
+    assert diags[0].code == "E0326" and "`f` is an expression fn" in diags[0].message

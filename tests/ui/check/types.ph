@@ -23,7 +23,7 @@ kernel types(A: tensor<f32>[M, 64], B: tensor<u8>[M, 64], I: tensor<i8>[M, 64], 
   var a17 = t > 0.0                       //~ ERROR `>` of tiles is only allowed inside `where`
   var a18 = dot(t, t)                     //~ ERROR the contracted extents `64` and `4` differ
   var i8t = I[0 :+ R, :]
-  var a19 = qdot_t(i8t, i8t, i8t, i8t)    //~ ERROR `qdot_t` is not supported yet
+  var a19 = qdot_t(i8t, i8t, i8t, i8t)    //~ ERROR `qdot_t` takes `a_scales` of `f32`
   let a20 = sum<over ctx.lane, width 6>(x) //~ ERROR a `width` is a constant power of two dividing 32
   let a21 = sum<over ctx.block.x>(x)      //~ ERROR `sum` folds over `ctx.lane` or `ctx.thread`
   let a22 = shfl<width 8>(x)              //~ ERROR `shfl` takes one of `xor`, `from`, `down` or `up`

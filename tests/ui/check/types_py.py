@@ -43,7 +43,7 @@ def types(
     a17: ph.var = t > 0.0  #~ ERROR `>` of tiles is only allowed inside `where`
     a18: ph.var = ph.dot(t, t)  #~ ERROR the contracted extents `64` and `4` differ
     i8t: ph.var = I[0:+R, :]
-    a19: ph.var = ph.qdot_t(i8t, i8t, i8t, i8t)  #~ ERROR `qdot_t` is not supported yet
+    a19: ph.var = ph.qdot_t(i8t, i8t, i8t, i8t)  #~ ERROR `qdot_t` takes `a_scales` of `f32`
     a20: ph.let = ph.sum(x, over=ph.ctx.lane, width=6)  #~ ERROR a `width` is a constant power of two
     a21: ph.let = ph.sum(x, over=ph.ctx.block.x)  #~ ERROR `sum` folds over `ctx.lane` or `ctx.thread`
     a22: ph.let = ph.shfl(x, width=8)  #~ ERROR `shfl` takes one of `xor`, `from`, `down` or `up`
