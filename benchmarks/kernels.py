@@ -65,3 +65,14 @@ def rms_norm(
     ms: ph.var[ph.tile[ph.f32][1, 1]] = ph.rowsum(x * x)
     rstd: ph.var[ph.tile[ph.f32][1, 1]] = ph.rsqrt(ms / ph.f32(N) + eps)
     Y[row, 0:+BLOCK] = ph.f16(x * rstd * ph.f32(W[0, 0:+BLOCK]))
+
+
+@ph.kernel
+@ph.launch(64)
+def launch4(
+    a: ph.tensor[ph.f32][N],
+    b: ph.tensor[ph.f32][N],
+    c: ph.tensor[ph.f32][N],
+    d: ph.tensor[ph.f32][N],
+):
+    d[0:+64] = a[0:+64] + b[0:+64] + c[0:+64]

@@ -32,14 +32,9 @@ import sys
 from phobos.diagnostics import CompileError, Diagnostic
 from phobos.pyfront.reader import source_of
 from phobos.pyfront.translate import ItemInfo, Translation, translate
-from phobos.runtime.errors import ArgumentTypeError, LaunchError, LaunchUnavailable
+from phobos.runtime.errors import ArgumentTypeError, LaunchError
 from phobos.source import SourceFile
 from phobos.syntax import ast as ph
-
-LAUNCH_UNAVAILABLE = (
-    "launching on the GPU is not available yet in this version: Phobos runs kernels on the "
-    "CPU interpreter only"
-)
 
 
 def render(diagnostics: list[Diagnostic], color: bool = False) -> str:
@@ -139,11 +134,12 @@ def interpreting() -> bool:
 class _Launcher:
     """`kernel[grid]`: calling it with the kernel's arguments launches it.
 
-    The launch checks the kernel (once per variant), binds the arguments by
-    `phobos.runtime.binding` and, when every tensor argument is a host array (numpy)
-    or `PHOBOS_INTERPRET=1` is set, runs it on the CPU interpreter; device arrays are
-    then copied to the host and back. A GPU launch is not available yet; `stream=`
-    is accepted, and means nothing on the CPU.
+    The launch checks the kernel (once per variant) and binds the arguments by
+    `phobos.runtime.binding`. When every tensor argument is a host array (numpy), or
+    `PHOBOS_INTERPRET=1` is set, it runs on the CPU interpreter (device arrays then
+    copied to the host and back). Otherwise it runs on the GPU the arrays live on:
+    compiled once per variant and chip (PTX through the kernel cache), launched on
+    the legacy default stream unless `stream=` names another.
     """
 
     def __init__(self, kernel: Kernel, grid):
@@ -151,19 +147,12 @@ class _Launcher:
         self.grid = grid
 
     def __call__(self, *args, stream=None, **kwargs):
-        checked = self.kernel.checked()
+        kernel = self.kernel
+        checked = kernel.checked(kernel._variant)
         args = _by_position(checked, args, kwargs)
         interpret = interpreting()
-        if not interpret:
-            on_device = _device_argument(checked, args)
-            if on_device is not None:
-                raise LaunchUnavailable(
-                    checked.name,
-                    on_device,
-                    f"argument `{on_device}` is in device memory, and {LAUNCH_UNAVAILABLE}",
-                    help="set PHOBOS_INTERPRET=1 to run it on the CPU, its arrays copied to the "
-                    "host and back, or pass numpy arrays",
-                )
+        if not interpret and _device_argument(checked, args) is not None:
+            return kernel._gpu_kernel().launch(self.grid, args, stream=stream)
         from phobos.runtime.launch_cpu import launch_cpu
 
         launch_cpu(checked, self.grid, args, copy_device=interpret)
@@ -247,6 +236,48 @@ class Kernel:
         items = [i.node for i in translation.items if i is info or i in fns]
         self.program = ph.Program(tuple(items), span=translation.program.span)
         self._checked: dict[tuple | None, object] = {}
+        self._gpu: dict[tuple, object] = {}
+        self._variant: dict[str, int] | None = None
+
+    def variant(self, **constants: int) -> Kernel:
+        """This kernel with its @autotune constants fixed: `k.variant(BLOCK=1024)[grid](...)`.
+
+        Constants left out take their first choice. The view shares the kernel's
+        compiled variants.
+        """
+        view = object.__new__(Kernel)
+        view.__dict__.update(self.__dict__)
+        view._variant = {**(self._variant or {}), **constants}
+        return view
+
+    def compile(self, chip: str = "sm_90", variant: dict[str, int] | None = None):
+        """Compile without a GPU: a `phobos.build.Built` (hir, lir, ptx, contract).
+
+        `variant` defaults to this view's constants (each first choice otherwise).
+        A kernel the checker or the lowering refuses raises `KernelCompileError`.
+        """
+        from phobos.build import build_checked
+
+        checked = self.checked(variant if variant is not None else self._variant)
+        try:
+            return build_checked(checked, chip=chip)
+        except CompileError as exc:
+            raise KernelCompileError(exc.diagnostics) from None
+
+    def _gpu_kernel(self):
+        """The runtime's kernel for this view's variant on the current GPU's chip."""
+        from phobos.runtime import cuda
+
+        chip = cuda.device(0).chip
+        key = (chip, tuple(sorted((self._variant or {}).items())))
+        found = self._gpu.get(key)
+        if found is None:
+            from phobos.runtime.cache import KernelCache
+            from phobos.runtime.launch_gpu import GpuKernel
+
+            built = self.compile(chip=chip)
+            found = self._gpu[key] = GpuKernel(built.contract, built.ptx, KernelCache())
+        return found
 
     def checked(self, variant: dict[str, int] | None = None):
         """The checked kernel (`hir.Kernel`) of `variant`, None for each `@autotune`

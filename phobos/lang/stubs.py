@@ -46,13 +46,11 @@ from phobos.diagnostics import CompileError
 _F = TypeVar("_F", bound=Callable[..., Any])
 _Def = Callable[..., Any]
 
-LAUNCH_UNAVAILABLE: _builtins.str
-
 class OutsideKernelError(RuntimeError): ...
 class KernelCompileError(CompileError): ...
 
 class Kernel:
-    """A `@ph.kernel` def, compiled to the Phobos AST."""
+    """A `@ph.kernel` def: launch it with `k[grid](*args)`, compile it with `k.compile()`."""
 
     name: _builtins.str
     key: _builtins.tuple[_builtins.str, ...] | None
@@ -61,6 +59,9 @@ class Kernel:
     @property
     def source(self) -> _builtins.str: ...
     def __getitem__(self, grid: Any) -> Callable[..., None]: ...
+    def variant(self, **constants: _builtins.int) -> Kernel: ...
+    def compile(self, chip: _builtins.str = ..., variant: Any = ...) -> Any: ...
+    def checked(self, variant: Any = ...) -> Any: ...
 
 class Fn:
     """A `@ph.fn` def: inlined where a kernel calls it."""

@@ -1,0 +1,322 @@
+"""Phobos against Triton and torch, in one run on one card: memory-bound kernels and launch cost.
+
+Run on a machine with an NVIDIA GPU, torch and Triton:
+
+    python benchmarks/run.py [--out benchmarks/RESULTS.md] [--quick]
+
+Each row is the median of CUDA-event timings (`triton.testing.do_bench`) of the same
+computation by each implementation, after its result is checked against a float64
+reference on fresh random inputs (outputs poisoned first). Bytes count each input read
+once and each output written once: that is the floor the GB/s column is measured against.
+The Triton kernels are those of Triton's tutorials, as `shared/bench/peers.py` times them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+from triton.testing import do_bench
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import kernels as ph_kernels  # noqa: E402
+
+
+def median_ms(fn) -> float:
+    return do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+# ---------------------------------------------------------------------------
+# The peers: Triton's tutorial kernels
+
+
+@triton.jit
+def tr_add(x, y, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+@triton.jit
+def tr_softmax(out, inp, stride, n_cols, BLOCK: tl.constexpr):
+    r = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    m = offs < n_cols
+    x = tl.load(inp + r * stride + offs, mask=m, other=-float("inf"))
+    x = x - tl.max(x, 0)
+    e = tl.exp(x)
+    tl.store(out + r * stride + offs, e / tl.sum(e, 0), mask=m)
+
+
+@triton.jit
+def tr_layer_norm(X, Y, W, B, stride, N, eps, BLOCK: tl.constexpr):
+    r = tl.program_id(0)
+    X += r * stride
+    Y += r * stride
+    c = tl.arange(0, BLOCK)
+    m = c < N
+    x = tl.load(X + c, mask=m, other=0.0).to(tl.float32)
+    mean = tl.sum(x, 0) / N
+    d = tl.where(m, x - mean, 0.0)
+    rstd = 1 / tl.sqrt(tl.sum(d * d, 0) / N + eps)
+    w = tl.load(W + c, mask=m).to(tl.float32)
+    b = tl.load(B + c, mask=m).to(tl.float32)
+    tl.store(Y + c, (d * rstd * w + b).to(tl.float16), mask=m)
+
+
+@triton.jit
+def tr_rms_norm(X, Y, W, stride, N, eps, BLOCK: tl.constexpr):
+    r = tl.program_id(0)
+    X += r * stride
+    Y += r * stride
+    c = tl.arange(0, BLOCK)
+    m = c < N
+    x = tl.load(X + c, mask=m, other=0.0).to(tl.float32)
+    rstd = 1 / tl.sqrt(tl.sum(x * x, 0) / N + eps)
+    w = tl.load(W + c, mask=m).to(tl.float32)
+    tl.store(Y + c, (x * rstd * w).to(tl.float16), mask=m)
+
+
+@triton.jit
+def tr_launch4(a, b, c, d, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(
+        d + offs,
+        tl.load(a + offs, mask=m) + tl.load(b + offs, mask=m) + tl.load(c + offs, mask=m),
+        mask=m,
+    )
+
+
+# ---------------------------------------------------------------------------
+# The table
+
+
+class Table:
+    def __init__(self):
+        self.rows: list[dict] = []
+
+    def add(self, kernel, size, impl, ms, *, gbytes, check):
+        row = dict(kernel=kernel, size=size, impl=impl, us=ms * 1e3, gbs=gbytes / ms / 1e6)
+        row["check"] = check
+        self.rows.append(row)
+        print(f"{kernel:10s} {size:18s} {impl:8s} {row['us']:10.1f} us {row['gbs']:8.0f} GB/s  {check}",
+              flush=True)  # fmt: skip
+
+    def markdown(self) -> str:
+        lines = [
+            "| kernel | size | Phobos µs | Triton µs | torch µs | Phobos GB/s | Triton GB/s | "
+            "Phobos / Triton time | check |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        ]
+        groups: dict[tuple, dict] = {}
+        for row in self.rows:
+            groups.setdefault((row["kernel"], row["size"]), {})[row["impl"]] = row
+        for (kernel, size), impls in groups.items():
+            ph, tr, to = impls.get("phobos"), impls.get("triton"), impls.get("torch")
+
+            def us(r):
+                return f"{r['us']:.1f}" if r else "—"
+
+            def gbs(r):
+                return f"{r['gbs']:.0f}" if r else "—"
+
+            ratio = f"{ph['us'] / tr['us']:.2f}" if ph and tr else "—"
+            check = ph["check"] if ph else "not run"
+            lines.append(
+                f"| {kernel} | {size} | {us(ph)} | {us(tr)} | {us(to)} | {gbs(ph)} | {gbs(tr)} "
+                f"| {ratio} | {check} |"
+            )
+        return "\n".join(lines)
+
+
+def rel_error(out, ref) -> float:
+    out64, ref64 = out.double(), ref.double()
+    if torch.isnan(out64).any():
+        return float("nan")
+    return float((out64 - ref64).norm() / ref64.norm())
+
+
+def checked(out, ref, tol) -> str:
+    err = rel_error(out, ref)
+    if not err <= tol:  # NaN fails too
+        raise AssertionError(f"wrong result: relative error {err:.2e} > {tol:.0e}")
+    return f"rel err {err:.1e}"
+
+
+# ---------------------------------------------------------------------------
+# Benchmarks
+
+
+def bench_add(table, n):
+    x = torch.randn(n, device="cuda")
+    y = torch.randn(n, device="cuda")
+    ref = x.double() + y.double()
+    block = 4096
+    k = ph_kernels.vector_add.variant(BLOCK=block)
+    o = torch.full_like(x, float("nan"))
+    k[(triton.cdiv(n, block),)](x, y, o)
+    torch.cuda.synchronize()
+    check = checked(o, ref, 1e-6)
+    g = 12 * n
+    table.add("add", f"{n} f32", "phobos", median_ms(lambda: k[(triton.cdiv(n, block),)](x, y, o)),
+              gbytes=g, check=check)  # fmt: skip
+    table.add("add", f"{n} f32", "triton",
+              median_ms(lambda: tr_add[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)),
+              gbytes=g, check="")  # fmt: skip
+    table.add("add", f"{n} f32", "torch", median_ms(lambda: torch.add(x, y, out=o)),
+              gbytes=g, check="")  # fmt: skip
+
+
+def bench_softmax(table, m, n):
+    x = torch.randn(m, n, device="cuda")
+    ref = torch.softmax(x.double(), 1)
+    block = triton.next_power_of_2(n)
+    k = ph_kernels.softmax_rows.variant(BLOCK=block)
+    o = torch.full_like(x, float("nan"))
+    k[(m,)](x, o)
+    torch.cuda.synchronize()
+    check = checked(o, ref, 1e-5)
+    g = 8 * m * n
+    w = 4 if block <= 2048 else (8 if block <= 4096 else 16)
+    table.add("softmax", f"{m}x{n} f32", "phobos", median_ms(lambda: k[(m,)](x, o)),
+              gbytes=g, check=check)  # fmt: skip
+    table.add("softmax", f"{m}x{n} f32", "triton",
+              median_ms(lambda: tr_softmax[(m,)](o, x, x.stride(0), n, BLOCK=block, num_warps=w)),
+              gbytes=g, check="")  # fmt: skip
+    table.add("softmax", f"{m}x{n} f32", "torch", median_ms(lambda: torch.softmax(x, 1)),
+              gbytes=g, check="")  # fmt: skip
+
+
+def bench_norm(table, m, n, which):
+    x = torch.randn(m, n, device="cuda", dtype=torch.float16)
+    w = torch.rand(1, n, device="cuda", dtype=torch.float16)
+    b = torch.rand(1, n, device="cuda", dtype=torch.float16)
+    eps = 1e-5
+    block = triton.next_power_of_2(n)
+    nw = min(max(block // 256, 1), 8)
+    o = torch.full_like(x, float("nan"))
+    if which == "layernorm":
+        ref = torch.nn.functional.layer_norm(x.double(), (n,), w[0].double(), b[0].double(), eps)
+        k = ph_kernels.layer_norm.variant(BLOCK=block)
+        args = (x, o, w, b, eps)
+        g = 4 * m * n  # x read, y written (2 bytes each); w and b are 2n bytes, negligible
+
+        def peer():
+            tr_layer_norm[(m,)](x, o, w, b, x.stride(0), n, eps, BLOCK=block, num_warps=nw)
+
+        def torch_fn():
+            torch.nn.functional.layer_norm(x, (n,), w[0], b[0], eps)
+    else:
+        ref = x.double() / torch.sqrt((x.double() ** 2).mean(1, keepdim=True) + eps) * w.double()
+        k = ph_kernels.rms_norm.variant(BLOCK=block)
+        args = (x, o, w, eps)
+        g = 4 * m * n
+
+        def peer():
+            tr_rms_norm[(m,)](x, o, w, x.stride(0), n, eps, BLOCK=block, num_warps=nw)
+
+        def torch_fn():
+            torch.nn.functional.rms_norm(x, (n,), w[0], eps)
+
+    k[(m,)](*args)
+    torch.cuda.synchronize()
+    check = checked(o, ref, 2e-3)
+    size = f"{m}x{n} f16"
+    table.add(which, size, "phobos", median_ms(lambda: k[(m,)](*args)), gbytes=g, check=check)
+    table.add(which, size, "triton", median_ms(peer), gbytes=g, check="")
+    table.add(which, size, "torch", median_ms(torch_fn), gbytes=g, check="")
+
+
+def launch_overhead(n_launch=2000) -> list[str]:
+    """Host microseconds per launch of a 4-tensor kernel on tiny inputs."""
+    a, b, c, d = (torch.randn(64, device="cuda") for _ in range(4))
+    k = ph_kernels.launch4
+
+    def host_us(fn) -> float:
+        for _ in range(100):
+            fn()
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(n_launch):
+                fn()
+            samples.append((time.perf_counter() - t0) / n_launch * 1e6)
+            torch.cuda.synchronize()
+        return statistics.median(samples)
+
+    rows = [
+        ("phobos kernel[grid]", host_us(lambda: k[(1,)](a, b, c, d))),
+        ("triton kernel[grid]", host_us(lambda: tr_launch4[(1,)](a, b, c, d, 64, BLOCK=64))),
+        ("torch.add(out=)", host_us(lambda: torch.add(a, b, out=d))),
+    ]
+    lines = ["| launch (4 tensors, 64 elements) | host µs per launch |", "| --- | ---: |"]
+    for name, us in rows:
+        print(f"launch     {name:24s} {us:8.2f} us/launch (host)", flush=True)
+        lines.append(f"| {name} | {us:.2f} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS.md"))
+    parser.add_argument("--quick", action="store_true", help="the small sizes only")
+    opts = parser.parse_args(argv)
+    table = Table()
+    failures = []
+
+    def attempt(name, fn, *args):
+        try:
+            fn(table, *args)
+        except Exception as exc:  # a failing row is reported, the others still run
+            failures.append(f"{name} {args}: {type(exc).__name__}: {exc}")
+            print(f"FAILED {name} {args}: {type(exc).__name__}: {exc}", flush=True)
+
+    for n in (1 << 20,) if opts.quick else (1 << 20, 1 << 28):
+        attempt("add", bench_add, n)
+    for n in (1024,) if opts.quick else (1024, 4096, 16384):
+        attempt("softmax", bench_softmax, 4096, n)
+    for which in ("layernorm", "rmsnorm"):
+        for n in (1024,) if opts.quick else (1024, 4096, 8192):
+            attempt(which, bench_norm, 4096, n, which)
+    try:
+        launch_lines = launch_overhead()
+    except Exception as exc:
+        failures.append(f"launch: {type(exc).__name__}: {exc}")
+        launch_lines = [f"launch overhead not measured: {type(exc).__name__}: {exc}"]
+
+    props = torch.cuda.get_device_properties(0)
+    text = [
+        "# Benchmarks",
+        "",
+        f"Measured {datetime.date.today()} on {props.name} by `python benchmarks/run.py`: "
+        f"torch {torch.__version__}, Triton {triton.__version__}, Python {platform.python_version()}.",
+        "Median of CUDA-event timings (`triton.testing.do_bench`, 50 ms warm-up, 300 ms of runs). "
+        "Each Phobos result is checked against a float64 reference on fresh random inputs first. "
+        "GB/s counts each input read once and each output written once. The Phobos tile sizes are "
+        "hand-picked (the next power of two of the row) until the autotuner lands.",
+        "",
+        table.markdown(),
+        "",
+        *launch_lines,
+    ]
+    if failures:
+        text += ["", "Rows that failed:", "", *(f"- {f}" for f in failures)]
+    Path(opts.out).write_text("\n".join(text) + "\n")
+    print(f"\nwrote {opts.out}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
