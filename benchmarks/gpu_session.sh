@@ -13,3 +13,14 @@ else
   echo "pytest is not installed here: tests/gpu not run"
 fi
 python3 benchmarks/run.py --out "$out/RESULTS.md" 2>&1 | tee "$out/bench.log"
+# compute-sanitizer: the kernels clean, and each seeded bug caught (a non-zero status).
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 1 python3 tests/gpu/sanitize.py clean > "$out/san-$tool-clean.log" 2>&1
+    echo "sanitizer $tool clean: status $? (0 expected)"; tail -3 "$out/san-$tool-clean.log"
+  done
+  compute-sanitizer --tool memcheck --error-exitcode 1 python3 tests/gpu/sanitize.py oob > "$out/san-memcheck-oob.log" 2>&1
+  echo "sanitizer memcheck oob: status $? (non-zero expected)"; grep -m2 -E "Invalid|ERROR SUMMARY" "$out/san-memcheck-oob.log"
+  compute-sanitizer --tool racecheck --error-exitcode 1 python3 tests/gpu/sanitize.py race > "$out/san-racecheck-race.log" 2>&1
+  echo "sanitizer racecheck race: status $? (non-zero expected)"; grep -m2 -E "hazard|RACECHECK SUMMARY" "$out/san-racecheck-race.log"
+fi

@@ -33,6 +33,7 @@ from phobos.diagnostics import CompileError, Diagnostic
 from phobos.pyfront.reader import source_of
 from phobos.pyfront.translate import ItemInfo, Translation, translate
 from phobos.runtime.errors import ArgumentTypeError, LaunchError
+from phobos.runtime.fastpath import signature
 from phobos.source import SourceFile
 from phobos.syntax import ast as ph
 
@@ -148,6 +149,13 @@ class _Launcher:
 
     def __call__(self, *args, stream=None, **kwargs):
         kernel = self.kernel
+        # The hot path: a GPU launch like an earlier one (see phobos.runtime.fastpath).
+        gpu = kernel._gpu.get(kernel._gpu_key) if kernel._gpu_key is not None else None
+        if gpu is not None and not kwargs and not interpreting():
+            key = signature(args, gpu._tensor_slots)
+            plan = gpu._plans.get(key) if key is not None else None
+            if plan is not None and plan.launch(self.grid, args, stream):
+                return
         checked = kernel.checked(kernel._variant)
         args = _by_position(checked, args, kwargs)
         interpret = interpreting()
@@ -237,6 +245,7 @@ class Kernel:
         self.program = ph.Program(tuple(items), span=translation.program.span)
         self._checked: dict[tuple | None, object] = {}
         self._gpu: dict[tuple, object] = {}
+        self._gpu_key: tuple | None = None  # this view's entry of `_gpu`, once compiled
         self._variant: dict[str, int] | None = None
 
     def variant(self, **constants: int) -> Kernel:
@@ -248,6 +257,7 @@ class Kernel:
         view = object.__new__(Kernel)
         view.__dict__.update(self.__dict__)
         view._variant = {**(self._variant or {}), **constants}
+        view._gpu_key = None
         return view
 
     def compile(self, chip: str = "sm_90", variant: dict[str, int] | None = None):
@@ -277,6 +287,7 @@ class Kernel:
 
             built = self.compile(chip=chip)
             found = self._gpu[key] = GpuKernel(built.contract, built.ptx, KernelCache())
+        self._gpu_key = key
         return found
 
     def checked(self, variant: dict[str, int] | None = None):

@@ -576,6 +576,11 @@ class _Binder:
             why = (
                 f"{VECTOR_BYTES} bytes, for the vector access `@aligned({promised[0]} = ..)` allows"
             )
+        elif self.target == "gpu":
+            # The GPU code reads and writes tensors with vector accesses of up to 16 bytes
+            # at offsets that are multiples of 4 elements; the base must keep them aligned.
+            need = max(need, VECTOR_BYTES)
+            why = f"{VECTOR_BYTES} bytes, for the GPU's vector accesses"
         if info.ptr % need:
             raise self.value_error(
                 name,

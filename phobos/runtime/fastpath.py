@@ -1,0 +1,166 @@
+"""The launch fast path: a launch whose arguments look like an earlier one's skips binding.
+
+The first launch with a given argument *signature* — each tensor's type, element type,
+shape, strides and device; each scalar's Python type — runs the whole binding
+(`binding.bind`, every rule checked, every refusal naming its parameter). Its result
+becomes a `Plan`: what stays true for every launch of that signature (the extents, the
+loaded function, the checks of the card's resources). A later launch with the same
+signature only reads each tensor's data pointer and each scalar's value, checks what can
+change between launches of one signature (a pointer's alignment, a scalar's range, the
+grid), and calls the driver. Anything unusual falls back to the whole path, which
+raises the error a user should see.
+
+Reading a signature must be cheap: a torch tensor's `__cuda_array_interface__` is a
+Python property costing microseconds, so torch-like tensors (`data_ptr`, `stride`,
+`get_device`) are read through those methods instead; other arrays through their
+interface dict.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from phobos.runtime import cuda
+
+F32_MAX = 3.4028234663852886e38
+
+# The scalar slots the fast path packs itself; others (f16, bf16) always bind fully.
+_FLOAT_SLOTS = {"f32": F32_MAX, "f64": math.inf}
+_INT_RANGES = {
+    "i32": (-(1 << 31), (1 << 31) - 1),
+    "i64": (-(1 << 63), (1 << 63) - 1),
+    "u32": (0, (1 << 32) - 1),
+    "i8": (-128, 127),
+    "u8": (0, 255),
+    "u16": (0, 65535),
+}
+_GRID_LIMITS = ((1 << 31) - 1, 65535, 65535)
+
+
+_TORCH_LIKE: dict[type, bool] = {}
+
+
+def _torch_like(arg: Any) -> bool:
+    t = type(arg)
+    found = _TORCH_LIKE.get(t)
+    if found is None:
+        found = _TORCH_LIKE[t] = hasattr(t, "data_ptr") and hasattr(t, "get_device")
+    return found
+
+
+def signature(args, tensor_slots) -> tuple | None:
+    """The signature of `args`, or None when one cannot be read cheaply."""
+    key = []
+    for arg, is_tensor in zip(args, tensor_slots, strict=False):
+        t = type(arg)
+        if not is_tensor:
+            key.append(t)
+        elif _torch_like(arg):
+            key.append((t, arg.dtype, tuple(arg.shape), tuple(arg.stride()), arg.get_device()))
+        else:
+            cai = getattr(arg, "__cuda_array_interface__", None)
+            if cai is None:
+                return None
+            strides = cai.get("strides")
+            key.append((t, cai["typestr"], tuple(cai["shape"]), strides and tuple(strides),
+                        cai["data"][1]))  # fmt: skip
+    if len(args) != len(tensor_slots):
+        return None
+    return tuple(key)
+
+
+def _pointer(arg: Any) -> int:
+    if _torch_like(arg):
+        return arg.data_ptr()
+    return arg.__cuda_array_interface__["data"][0]
+
+
+class Plan:
+    """One signature's launch: built from a launch that bound fully and succeeded."""
+
+    def __init__(self, kernel, bound, function, counts_for) -> None:
+        contract = kernel.contract
+        self.function = function
+        self.device = function.device
+        self.packer = kernel.packer
+        self.threads = (contract.threads, 1, 1)
+        self.shared = contract.dynamic_smem
+        self.meta = {**bound.dims, **contract.variant}
+        self.counts_for = counts_for
+        # Per slot: how to fill it on a launch.
+        self.fill = []
+        args = contract.arguments
+        for value, kind, name, _convert, _limit in self.packer.plan:
+            if kind == 0:  # a pointer: read it, check its alignment
+                # Binding for the GPU checked 16-byte alignment; keep checking it.
+                self.fill.append((value, 0, args.index(name), 16))
+            elif kind == 1:  # a scalar: convert with a range check
+                stype = contract.scalars[name]
+                self.fill.append((value, 1, args.index(name), stype))
+            else:  # an extent: fixed by the signature
+                self.fill.append((value, 2, bound.dims[name], None))
+
+    def launch(self, grid, args, stream) -> bool:
+        """Launch, or return False for the whole path to handle (and explain) it."""
+        counts = self._grid(grid)
+        if counts is None:
+            return False
+        packer = self.packer
+        with packer.lock:
+            for value, kind, what, extra in self.fill:
+                if kind == 0:
+                    ptr = _pointer(args[what])
+                    if ptr % extra:
+                        return False
+                    value.value = ptr
+                elif kind == 1:
+                    v = _scalar(args[what], extra)
+                    if v is None:
+                        return False
+                    value.value = v
+                else:
+                    value.value = what
+            self.device.activate()
+            handle = 0 if stream is None else _stream(stream)
+            cuda.launch_kernel(
+                self.function.handle, counts, self.threads, self.shared, handle, packer.params
+            )
+        return True
+
+    def _grid(self, grid):
+        if callable(grid):
+            grid = grid(self.meta)
+        if type(grid) is int:
+            grid = (grid,)
+        if type(grid) is not tuple or not 1 <= len(grid) <= 3:
+            return None
+        for n, limit in zip(grid, _GRID_LIMITS, strict=False):
+            if type(n) is not int or not 0 < n <= limit:
+                return None
+        return (*grid, 1, 1)[:3]
+
+
+def _scalar(arg, stype: str):
+    t = type(arg)
+    if stype in _FLOAT_SLOTS:
+        if t is not float and t is not int:
+            return None
+        v = float(arg)
+        if abs(v) > _FLOAT_SLOTS[stype] and math.isfinite(v):
+            return None
+        return v
+    limits = _INT_RANGES.get(stype)
+    if limits is not None:
+        if t is not int or not limits[0] <= arg <= limits[1]:
+            return None
+        return arg
+    if stype == "bool" and t is bool:
+        return int(arg)
+    return None  # f16, bf16: the whole path packs their bits
+
+
+def _stream(stream) -> int | None:
+    from phobos.runtime.launch_gpu import stream_handle
+
+    return stream_handle(stream)

@@ -1,0 +1,90 @@
+"""Launches for compute-sanitizer: every lowered kernel once, or one with a seeded bug.
+
+    compute-sanitizer --tool memcheck  --error-exitcode 1 python3 tests/gpu/sanitize.py clean
+    compute-sanitizer --tool racecheck --error-exitcode 1 python3 tests/gpu/sanitize.py clean
+    compute-sanitizer --tool memcheck  --error-exitcode 1 python3 tests/gpu/sanitize.py oob
+    compute-sanitizer --tool racecheck --error-exitcode 1 python3 tests/gpu/sanitize.py race
+
+`oob` removes the masks of vector_add's stores (an off-by-one mask, at its worst), so the
+last CTA writes past the output; `race` removes softmax's barriers, so warps read the
+shared scratch another warp is still writing. Each sanitizer must catch its bug.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import kernels as K  # noqa: E402
+from examples.saxpy import saxpy  # noqa: E402
+from phobos.lower import lir  # noqa: E402
+from phobos.ptx import emit_module  # noqa: E402
+from phobos.runtime.launch_gpu import GpuKernel  # noqa: E402
+
+
+def rewrite(block: lir.Block, change) -> lir.Block:
+    items = []
+    for item in block.items:
+        if isinstance(item, lir.If):
+            then = rewrite(item.then, change)
+            orelse = rewrite(item.orelse, change) if item.orelse else None
+            item = dataclasses.replace(item, then=then, orelse=orelse)
+        elif isinstance(item, (lir.For, lir.Loop)):
+            item = dataclasses.replace(item, body=rewrite(item.body, change))
+        item = change(item)
+        if item is not None:
+            items.append(item)
+    return lir.Block(tuple(items))
+
+
+def seeded(kernel, change, chip="sm_90") -> GpuKernel:
+    built = kernel.compile(chip=chip)
+    body = rewrite(built.lir.body, change)
+    broken = dataclasses.replace(built.lir, body=body)
+    return GpuKernel(built.contract, emit_module([broken], chip))
+
+
+def unmask_stores(item):
+    if isinstance(item, lir.Inst) and item.op == "st" and item.guard is not None:
+        return dataclasses.replace(item, guard=None)
+    return item
+
+
+def drop_barriers(item):
+    if isinstance(item, lir.Inst) and item.op == "bar":
+        return None
+    return item
+
+
+def main(mode: str) -> None:
+    n, rows = 4096 + 1000, 64
+    x, y = torch.randn(2, n, device="cuda")
+    out = torch.empty(n, device="cuda")
+    m = torch.randn(rows, 4096, device="cuda")
+    mo = torch.empty_like(m)
+    h = torch.randn(rows, 1024, device="cuda", dtype=torch.float16)
+    w = torch.rand(1, 1024, device="cuda", dtype=torch.float16)
+    ho = torch.empty_like(h)
+    if mode == "clean":
+        saxpy[lambda meta: (-(-meta["N"] // meta["BLOCK"]),)](x, y, out, 2.0)
+        K.vector_add.variant(BLOCK=1024)[(-(-n // 1024),)](x, y, out)
+        K.softmax_rows.variant(BLOCK=4096)[(rows,)](m, mo)
+        K.layer_norm.variant(BLOCK=1024)[(rows,)](h, ho, w, w, 1e-5)
+        K.rms_norm.variant(BLOCK=1024)[(rows,)](h, ho, w, 1e-5)
+    elif mode == "oob":
+        seeded(K.vector_add.variant(BLOCK=4096), unmask_stores).launch((2,), (x, y, out))
+    elif mode == "race":
+        seeded(K.softmax_rows.variant(BLOCK=4096), drop_barriers).launch((rows,), (m, mo))
+    else:
+        raise SystemExit(f"unknown mode {mode!r}: clean, oob or race")
+    torch.cuda.synchronize()
+    print(f"sanitize {mode}: launched")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "clean")

@@ -1,0 +1,101 @@
+"""The launch fast path: a launch like an earlier one skips binding, and anything
+unusual still gets the whole path's checks and errors."""
+
+import struct
+
+import pytest
+from test_cuda_fake import FakeDriver
+
+from phobos.runtime import binding, cuda
+from phobos.runtime.contract import KernelContract
+from phobos.runtime.errors import ArgumentValueError
+from phobos.runtime.launch_gpu import GpuKernel
+
+PTX = ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+
+class DeviceArray:
+    """A device array by `__cuda_array_interface__` alone."""
+
+    def __init__(self, n, ptr, typestr="<f4"):
+        self.__cuda_array_interface__ = {
+            "shape": (n,),
+            "typestr": typestr,
+            "data": (ptr, False),
+            "version": 3,
+            "strides": None,
+        }
+
+
+@pytest.fixture
+def kernel(tmp_path, monkeypatch):
+    monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path))
+    fake = FakeDriver()
+    previous = cuda.use_library(fake)
+    contract = KernelContract.build(
+        "scale",
+        [("x", "tensor", ("f32", ("N",))), ("alpha", "scalar", "f32")],
+        dyn_dims=("N",),
+        chip="sm_90",
+        fingerprint="test",
+    )
+    yield GpuKernel(contract, PTX), fake
+    cuda.use_library(previous)
+
+
+def count_binds(monkeypatch):
+    calls = []
+    real = binding.bind
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("phobos.runtime.launch_gpu.bind", counting)
+    return calls
+
+
+def test_a_repeated_launch_binds_once(kernel, monkeypatch):
+    gpu, fake = kernel
+    binds = count_binds(monkeypatch)
+    for i in range(5):
+        gpu.launch((4,), (DeviceArray(64, 0x10000 + 256 * i), 2.0 + i))
+    assert len(binds) == 1
+    assert len(fake.launches) == 5
+    last = fake.launches[-1]
+    assert last["grid"] == (4, 1, 1)
+    ptr, alpha, n = last["slots"]
+    assert struct.unpack("<Q", ptr)[0] == 0x10000 + 256 * 4
+    assert struct.unpack("<f", alpha[:4])[0] == 6.0
+    assert struct.unpack("<i", n[:4])[0] == 64
+
+
+def test_a_new_signature_binds_again(kernel, monkeypatch):
+    gpu, fake = kernel
+    binds = count_binds(monkeypatch)
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))
+    gpu.launch((1,), (DeviceArray(128, 0x10000), 1.0))
+    assert len(binds) == 2
+    assert struct.unpack("<i", fake.launches[-1]["slots"][2][:4])[0] == 128  # the extent N
+
+
+def test_a_misaligned_pointer_gets_the_whole_paths_error(kernel):
+    gpu, _ = kernel
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))
+    with pytest.raises(ArgumentValueError, match="argument `x` starts at address 0x10004"):
+        gpu.launch((1,), (DeviceArray(64, 0x10004), 1.0))
+
+
+def test_a_scalar_out_of_range_gets_the_whole_paths_error(kernel):
+    gpu, _ = kernel
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))
+    with pytest.raises(ArgumentValueError, match="alpha"):
+        gpu.launch((1,), (DeviceArray(64, 0x10000), 1e300))
+
+
+def test_a_bad_grid_gets_the_whole_paths_error(kernel):
+    gpu, fake = kernel
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))
+    with pytest.raises(Exception, match="grid"):
+        gpu.launch((0,), (DeviceArray(64, 0x10000), 1.0))
+    assert len(fake.launches) == 1
