@@ -250,6 +250,7 @@ class GpuKernel:
         self.packer = Packer(contract)
         self._contract_json = Contract((contract,)).to_json()
         self._functions: dict[int, Any] = {}
+        self._ptx_sha = _sha_text(ptx)
         self._plans: dict[tuple, Plan] = {}
         self._tensor_slots = tuple(name in contract.tensors for name in contract.arguments)
 
@@ -281,14 +282,16 @@ class GpuKernel:
         return found
 
     def key_for(self, device: cuda.Device) -> Key:
-        """The cache entry of this kernel's cubin for `device`'s chip."""
+        """The cache entry of this kernel's cubin for `device`'s chip.
+
+        Addressed by the PTX itself (with the compiler, chip and variant), never by the
+        contract's own `cache_key` alone: a contract paired with other PTX must not
+        find the first one's cubin.
+        """
         c = self.contract
-        if c.cache_key:
-            key = Key.parse(c.cache_key)
-            if key.chip == device.chip:
-                return key
-        source = c.cache_key or _sha_text(self.ptx)
-        return entry_key(source, c.fingerprint or compiler_fingerprint(), device.chip, c.variant)
+        return entry_key(
+            self._ptx_sha, c.fingerprint or compiler_fingerprint(), device.chip, c.variant
+        )
 
     def launch(self, grid: Any, args: Sequence[Any], stream: Any = None, shared=None):
         """Bind `args`, then launch on their device.

@@ -99,3 +99,11 @@ def test_a_bad_grid_gets_the_whole_paths_error(kernel):
     with pytest.raises(Exception, match="grid"):
         gpu.launch((0,), (DeviceArray(64, 0x10000), 1.0))
     assert len(fake.launches) == 1
+
+
+def test_the_cubin_is_found_by_the_ptx_not_the_contract_alone(kernel):
+    gpu, _ = kernel
+    other = GpuKernel(gpu.contract, PTX + "// another kernel body\n")
+    device = cuda.device(0)
+    assert gpu.key_for(device) != other.key_for(device)
+    assert gpu.key_for(device) == GpuKernel(gpu.contract, PTX).key_for(device)
