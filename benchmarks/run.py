@@ -162,15 +162,21 @@ def bench_add(table, n):
     x = torch.randn(n, device="cuda")
     y = torch.randn(n, device="cuda")
     ref = x.double() + y.double()
-    block = 4096
-    k = ph_kernels.vector_add.variant(BLOCK=block)
-    o = torch.full_like(x, float("nan"))
-    k[(triton.cdiv(n, block),)](x, y, o)
-    torch.cuda.synchronize()
-    check = checked(o, ref, 1e-6)
     g = 12 * n
-    table.add("add", f"{n} f32", "phobos", median_ms(lambda: k[(triton.cdiv(n, block),)](x, y, o)),
-              gbytes=g, check=check)  # fmt: skip
+    # Every BLOCK of the kernel's own @autotune list, each checked, the fastest kept: a
+    # sweep by hand in this run, until the autotuner does it.
+    best = None
+    for block in ph_kernels.vector_add.checked().attrs.autotune["BLOCK"]:
+        k = ph_kernels.vector_add.variant(BLOCK=block)
+        o = torch.full_like(x, float("nan"))
+        k[(triton.cdiv(n, block),)](x, y, o)
+        torch.cuda.synchronize()
+        check = checked(o, ref, 1e-6) + f", BLOCK={block}"
+        ms = median_ms(lambda k=k, block=block, o=o: k[(triton.cdiv(n, block),)](x, y, o))
+        if best is None or ms < best[0]:
+            best = (ms, check)
+    table.add("add", f"{n} f32", "phobos", best[0], gbytes=g, check=best[1])
+    o = torch.empty_like(x)
     table.add("add", f"{n} f32", "triton",
               median_ms(lambda: tr_add[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)),
               gbytes=g, check="")  # fmt: skip
@@ -304,8 +310,10 @@ def main(argv=None) -> int:
         f"torch {torch.__version__}, Triton {triton.__version__}, Python {platform.python_version()}.",
         "Median of CUDA-event timings (`triton.testing.do_bench`, 50 ms warm-up, 300 ms of runs). "
         "Each Phobos result is checked against a float64 reference on fresh random inputs first. "
-        "GB/s counts each input read once and each output written once. The Phobos tile sizes are "
-        "hand-picked (the next power of two of the row) until the autotuner lands.",
+        "GB/s counts each input read once and each output written once. The Phobos tile sizes: "
+        "for the row kernels the next power of two of the row (one tile a row); for vector add "
+        "the fastest of the kernel's own @autotune choices, swept in this run (the autotuner "
+        "will do this).",
         "",
         table.markdown(),
         "",
