@@ -89,8 +89,8 @@ class KernelChecker(UniformityMixin):
         self.next_id += 1
         return hir.Sym(name, self.next_id, kind, type_, uni)
 
-    def lit(self, value, type_) -> hir.Const:
-        c = hir.Const(value, type_)
+    def lit(self, value, type_, span=None) -> hir.Const:
+        c = hir.Const(value, type_, span=span)
         self.weak.add(id(c))
         self.keep.append(c)
         return c
@@ -214,7 +214,7 @@ class KernelChecker(UniformityMixin):
     def let_stmt(self, s: ast.Let, scope):
         declared = self.resolve_type(s.type) if s.type is not None else None
         tile = isinstance(declared, hir.TileT)
-        value = self.value_for(s.value, scope, declared, s, tile_assign=tile)
+        value = self.bound_anyway(s, "let", declared, scope, tile)
         t = declared if declared is not None else value.type
         if (
             isinstance(value.type, hir.TileT)
@@ -248,7 +248,7 @@ class KernelChecker(UniformityMixin):
             register_decl(self, s, sym)
             return hir.VarDecl(sym, None, span=s.span)
         tile_assign = isinstance(declared, hir.TileT) or declared is None
-        value = self.value_for(s.value, scope, declared, s, tile_assign=tile_assign)
+        value = self.bound_anyway(s, "var", declared, scope, tile_assign)
         if declared is not None:
             t = declared
         elif is_shaped(value.type):
@@ -267,6 +267,17 @@ class KernelChecker(UniformityMixin):
         scope.bind(s.name.id, Binding(sym, key=key, origin=s))
         register_decl(self, s, sym)
         return hir.VarDecl(sym, value, span=s.span)
+
+    def bound_anyway(self, s, kind, declared, scope, tile_assign):
+        """The checked value of declaration `s`; when it is refused, the name is still
+        bound (to its declared type, or to the error type, which later uses pass over
+        silently), so one mistake is reported once, not again at every use."""
+        try:
+            return self.value_for(s.value, scope, declared, s, tile_assign=tile_assign)
+        except Bail:
+            sym = self.sym(s.name.id, kind, declared if declared is not None else ERR, U)
+            scope.bind(s.name.id, Binding(sym, key=self.key(s), origin=s))
+            raise
 
     def value_for(self, e, scope, declared, stmt, *, tile_assign):
         """`e` checked as the value of a declaration or assignment of type `declared`."""
@@ -807,7 +818,7 @@ class KernelChecker(UniformityMixin):
                     "too large",
                 )
                 raise Bail
-            return self.lit(v, S("f32"))
+            return self.lit(v, S("f32"), e.span)
         if isinstance(e, ast.Bool):
             return hir.Const(e.value, S("bool"), span=e.span)
         if isinstance(e, ast.Name):
@@ -838,7 +849,7 @@ class KernelChecker(UniformityMixin):
             raise Bail
         if v >= 1 << (self.width - 1):
             v -= 1 << self.width  # read as its bits
-        c = self.lit(v, self.idx)
+        c = self.lit(v, self.idx, e.span)
         return c
 
     def name(self, e: ast.Name, scope):
@@ -1020,8 +1031,9 @@ class KernelChecker(UniformityMixin):
             return c
         if isinstance(v, int) and t.name in INTEGERS:
             if not self.int_fits(v, t.name):
+                at = c if c.span is not None else node  # the literal itself: the smallest span
                 self.error(
-                    "E0450", f"literal `{v}` does not fit in `{t}`", node, f"out of range for `{t}`"
+                    "E0450", f"literal `{v}` does not fit in `{t}`", at, f"out of range for `{t}`"
                 )
                 raise Bail
             return hir.Const(v, t)
