@@ -421,6 +421,15 @@ class _Printer:
         else:
             name = self._operand(e.func, _PY_ATOM)
         args = [self.expr(a) for a in e.args]
+        if e.config and isinstance(e.func, ast.Name) and e.func.id in self.own_fns:
+            # Python spells a configuration as keywords of a `ph.` built-in; a fn of the
+            # program has none (the checker refuses it, but the printer must not guess).
+            raise PySpellingError(
+                f"the fn `{e.func.id}` is called with a `<...>` configuration, which Python "
+                "cannot spell",
+                e.span,
+                f"drop the `<...>`, or rename the fn `{e.func.id}`",
+            )
         seen: set[str] = set()
         for item in e.config:
             # `from` is a Python keyword; phobos.lang spells it `from_`.
