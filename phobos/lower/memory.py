@@ -231,9 +231,46 @@ def offset_address(lw, addr: Reg, acc: Access, delta) -> Reg:
     return b.op("add", "u64", addr, wide, hint="a")
 
 
-def load(b: Builder, space: str, elem: str, addr: Reg, vec: int, guard: Reg | None) -> list[Reg]:
-    """`vec` elements at `addr`; where `guard` fails they read 0 (mov 0 first)."""
+@dataclass(frozen=True)
+class Halves:
+    """The guard of an 8-wide 16-bit access whose bound may fall between its halves
+    (a bound only a multiple of 4): the whole 16 bytes where `full` holds, only the
+    first 8 bytes where `first` holds; None: never."""
+
+    full: Reg | None
+    first: Reg | None
+
+
+PACKED = ("f16", "bf16")  # two to a 32-bit word: 8 elements one 16-byte access
+
+
+def _chunks(elem: str, vec: int) -> list[tuple[int, int]]:
+    """(first lane, lanes) of each access `vec` elements of `elem` take: 4 registers
+    and 16 bytes at most each."""
+    per = max(1, min(4, 16 // BYTES[elem]))
+    return [(c, min(per, vec - c)) for c in range(0, vec, per)]
+
+
+def load(b: Builder, space: str, elem: str, addr: Reg, vec: int, guard) -> list[Reg]:
+    """`vec` elements at `addr`; where `guard` fails they read 0 (mov 0 first).
+
+    `guard` is None (always), a pred register, or `Halves`. Eight 16-bit floats are
+    one `ld.v4.b32` whose words unpack into two registers each (`mov.b32 {lo, hi}`);
+    other widths over 16 bytes are several accesses.
+    """
     rt = REG[elem]
+    if elem in PACKED and vec == 8:
+        words = [b.reg("b32") for _ in range(4)]
+        if guard is not None:
+            for w in words:
+                b.emit("mov", (w,), (Imm(0, "b32"),), type="b32")
+        _guarded(b, "ld", space, "b32", addr, words, guard, load=True)
+        dests = [b.reg(rt) for _ in range(vec)]
+        for k, w in enumerate(words):
+            b.emit("mov", (dests[2 * k], dests[2 * k + 1]), (w,), type="b32")
+        return dests
+    if isinstance(guard, Halves):
+        raise NotLowered(f"a {vec}-wide masked access of {elem}")
     dests = [b.reg(rt) for _ in range(vec)]
     if guard is not None:
         zero = Imm(0.0, rt) if lir.is_float(rt) else Imm(0, rt)
@@ -242,12 +279,57 @@ def load(b: Builder, space: str, elem: str, addr: Reg, vec: int, guard: Reg | No
             zero = Imm(0, "b16")
         for d in dests:
             b.emit("mov", (d,), (zero,), type=mov_t)
-    b.emit("ld", dests, (addr,), space=space, type=MEM[elem], vec=vec, guard=guard)
+    for c, n in _chunks(elem, vec):
+        at = _moved(b, space, addr, c * BYTES[elem])
+        b.emit("ld", dests[c : c + n], (at,), space=space, type=MEM[elem], vec=n, guard=guard)
     return dests
 
 
-def store(b: Builder, space: str, elem: str, addr: Reg, values, guard: Reg | None) -> None:
-    b.emit("st", (), (addr, *values), space=space, type=MEM[elem], vec=len(values), guard=guard)
+def store(b: Builder, space: str, elem: str, addr: Reg, values, guard) -> None:
+    """`values` at `addr` where `guard` holds (as for `load`: eight 16-bit floats pack
+    two to a word, `mov.b32 %w, {lo, hi}`, into one `st.v4.b32`)."""
+    values = list(values)
+    if elem in PACKED and len(values) == 8:
+        regs = [v if isinstance(v, Reg) else b.copy(v, "b16") for v in values]
+        words = []
+        for k in range(4):
+            w = b.reg("b32")
+            b.emit("mov", (w,), (regs[2 * k], regs[2 * k + 1]), type="b32")
+            words.append(w)
+        _guarded(b, "st", space, "b32", addr, words, guard, load=False)
+        return
+    if isinstance(guard, Halves):
+        raise NotLowered(f"a {len(values)}-wide masked access of {elem}")
+    for c, n in _chunks(elem, len(values)):
+        at = _moved(b, space, addr, c * BYTES[elem])
+        b.emit("st", (), (at, *values[c : c + n]), space=space, type=MEM[elem], vec=n,
+               guard=guard)  # fmt: skip
+
+
+def _moved(b: Builder, space: str, addr: Reg, nbytes: int) -> Reg:
+    if nbytes == 0:
+        return addr
+    t = "u32" if space == "shared" else "u64"
+    return b.op("add", t, addr, Imm(nbytes, t), hint="s" if t == "u32" else "a")
+
+
+def _guarded(b: Builder, op: str, space: str, t: str, addr: Reg, words, guard, load: bool):
+    """One 4-word access under `guard`; under `Halves`, the whole where `full` holds
+    and the first two words where `first` holds."""
+
+    def access(ws, g):
+        if load:
+            b.emit("ld", ws, (addr,), space=space, type=t, vec=len(ws), guard=g)
+        else:
+            b.emit("st", (), (addr, *ws), space=space, type=t, vec=len(ws), guard=g)
+
+    if not isinstance(guard, Halves):
+        access(words, guard)
+        return
+    if guard.full is not None:
+        access(words, guard.full)
+    if guard.first is not None:
+        access(words[:2], guard.first)
 
 
 # ---------------------------------------------------------------------------

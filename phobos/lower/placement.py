@@ -10,7 +10,9 @@ Every `var` tile (and `let` of a tile value) gets a placement, logged with its r
 
 A sweep's vector width is the widest the alignment proves for every tensor slice it
 touches (`sweep.slice_vec`), at most 16 bytes an access, dividing the last extent;
-a register tile's sweeps share one width (the narrowest of them).
+a register tile's sweeps share one width (the narrowest of them). A sweep whose
+tensor slices all hold 16-bit floats may take 8 elements a vector (one 16-byte
+access of four 32-bit words); any other stays at 4 at most.
 
 `normalize` first moves each row reduction nested in an expression into a
 temporary tile of its own, so a sweep only ever evaluates elementwise expressions.
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from math import prod
 
 from phobos.lower import alloc
+from phobos.lower import shape as shape_ops
 from phobos.lower.errors import NotLowered
 from phobos.lower.layout import Sweep
 from phobos.lower.lir import Imm, SharedBuffer
@@ -88,6 +91,7 @@ class Plan:
     shared: list = field(default_factory=list)
     smem: int = 0
     scratch: SharedBuffer | None = None  # the reductions' exchange buffer
+    stages: dict = field(default_factory=dict)  # id(node) -> staging buffer (`shape`)
 
 
 # ---------------------------------------------------------------------------
@@ -110,6 +114,7 @@ def _stmts(stmts):
 def _stmt(s, out):
     if isinstance(s, hir.Block):
         return normalize(s)
+    s = shape_ops.unflat_stmt(s, out)  # `flat(t)` read through a `let` view
     if isinstance(s, (hir.VarDecl, hir.Let)) and s.value is not None:
         if not isinstance(s.sym.type, hir.Scalar):
             return replace(s, value=_top(s.value, out))
@@ -130,16 +135,18 @@ def _stmt(s, out):
 
 def _top(e, out):
     """A statement's whole value: a reduction may stay (it writes the target itself)."""
-    if isinstance(e, hir.Builtin) and e.name in REDUCTIONS:
+    if isinstance(e, hir.Builtin) and e.name in REDUCTIONS + shape_ops.OPS:
         return replace(e, args=tuple(_hoist(a, out) for a in e.args))
+    if isinstance(e, hir.Builtin) and e.name == "tril":
+        return _hoist(shape_ops.tril_where(e), out)
     return _hoist(e, out)
 
 
 def _hoist(e, out):
     if isinstance(e.type, hir.Scalar):
         return e
-    if isinstance(e, hir.Builtin) and e.name in REDUCTIONS:
-        red = replace(e, args=tuple(_hoist(a, out) for a in e.args))
+    if isinstance(e, hir.Builtin) and e.name in REDUCTIONS + shape_ops.HOISTED:
+        red = _top(e, out)
         tmp = hir.Sym(f"{e.name}_{next(_temp_ids)}", -next(_temp_ids), "var", e.type, e.uni)
         out.append(hir.VarDecl(tmp, red, span=e.span))
         return hir.Ref(tmp, e.type, e.uni, span=e.span)
@@ -163,6 +170,7 @@ class _Sweep:
     shape: tuple
     vec: int
     full: set = field(default_factory=set)  # register-tile candidates read or written whole
+    touched: set = field(default_factory=set)  # every symbol the sweep names
 
 
 class _Planner:
@@ -180,6 +188,7 @@ class _Planner:
         self.scratch = 0
         self.reductions: list = []
         self.cta_folds = False
+        self.staged: list = []  # (node, statement number): ops that may stage (`shape`)
 
     # -- walking -------------------------------------------------------------
 
@@ -214,10 +223,13 @@ class _Planner:
         if isinstance(s, (hir.Let, hir.VarDecl)) and not isinstance(s.sym.type, hir.Scalar):
             is_view = isinstance(s, hir.Let) and (
                 isinstance(s.sym.type, hir.TensorT) or isinstance(s.value, (hir.Slice, hir.Ref))
+                or shape_ops.is_flat(s.value)
             )
             if is_view:
                 self.lets[s.sym] = s.value
                 self.view_uses(s.value)
+                if shape_ops.is_flat(s.value):
+                    self.mark_other(s.value.args[0].sym, "`flat` views its bytes")
                 return
             if any(isinstance(d, hir.Dyn) for d in s.sym.type.dims):
                 raise NotLowered("a tile with an extent bound at launch", s.span)
@@ -296,8 +308,26 @@ class _Planner:
             if isinstance(node, hir.Ref) and node.sym in self.tiles:
                 self.mark_other(node.sym, "it is read per point")
 
+    def touch_view(self, sym):
+        """A use of the `let` view `sym`: the tile under it lives to here too."""
+        e, seen = self.lets.get(sym), set()
+        while e is not None and id(e) not in seen:
+            seen.add(id(e))
+            if isinstance(e, hir.Slice):
+                e = e.base
+            elif shape_ops.is_flat(e):
+                e = e.args[0]
+            elif isinstance(e, hir.Ref) and e.sym in self.lets:
+                e = self.lets[e.sym]
+            else:
+                break
+        if isinstance(e, hir.Ref):
+            self.touch(e.sym)
+
     def view_uses(self, e):
         for node in _walk(e):
+            if isinstance(node, hir.Ref) and node.sym in self.lets:
+                self.touch_view(node.sym)
             if isinstance(node, hir.Slice):
                 base = node.base
                 if isinstance(base, hir.Ref) and base.sym in self.tiles:
@@ -307,6 +337,9 @@ class _Planner:
 
     def assignment(self, s, sym, dims, value, op, target=None):
         """A tile statement: an elementwise sweep over `dims`, or a row reduction."""
+        if isinstance(value, hir.Builtin) and value.name in shape_ops.OPS:
+            shape_ops.plan_op(self, s, sym, dims, value)
+            return
         if isinstance(value, hir.Builtin) and value.name in REDUCTIONS:
             arg = value.args[0]
             shape = tuple(arg.type.dims) if not isinstance(arg.type, hir.Scalar) else ()
@@ -314,6 +347,7 @@ class _Planner:
                 raise NotLowered(f"`{value.name}` of this shape", value.span)
             sw = self.sweep(value, shape, arg)
             self.reductions.append((value, shape, sw))
+            self.staged.append((value, self.n))  # unless `reduce` folds it (`decide`)
             if sym is not None:
                 self.touch(sym)
                 if prod(dims) != 1:
@@ -328,17 +362,21 @@ class _Planner:
 
     def sweep(self, node, shape, value, target=None) -> _Sweep:
         lw = self.lw
-        from phobos.lower.sweep import expr_vec, slice_vec
+        from phobos.lower.sweep import PACKED, expr_vec, memory_elems, slice_vec
 
         vec = max_vec(shape)
         sw = _Sweep(shape, vec)
         self.sweeps[id(node)] = sw
-        if target is not None:
-            if isinstance(target, hir.Slice) and _is_tile_slice(target, self.tiles):
-                pass
-            else:
-                sw.vec = min(sw.vec, slice_vec(lw, target, shape, self.lets))
-        sw.vec = min(sw.vec, expr_vec(lw, value, shape, self.lets))
+        elems = memory_elems(value, self.lets)
+        to_tensor = target is not None and not (
+            isinstance(target, hir.Ref) and target.sym in self.tiles
+        ) and not _is_tile_slice(target, self.tiles)  # fmt: skip
+        if to_tensor:
+            elems.append(elem_of(target.type))
+            sw.vec = min(sw.vec, slice_vec(lw, target, shape, self.lets))
+        packed = all(e in PACKED for e in elems)
+        sw.vec = min(sw.vec, expr_vec(lw, value, shape, self.lets, packed))
+        sw.touched = {n.sym for n in _walk((value, target)) if isinstance(n, hir.Ref)}
         self.expr_uses(value, shape, sw)
         return sw
 
@@ -353,6 +391,8 @@ class _Planner:
                     sw.full.add(e.sym)
                 else:
                     self.mark_other(e.sym, "it is read broadcast by a sweep of another shape")
+            elif e.sym in self.lets:
+                self.touch_view(e.sym)
             return
         if isinstance(e, hir.Slice):
             self.view_uses(e)
@@ -389,6 +429,14 @@ class _Planner:
                 cand[sym] = "registers"
         # One vector width per register tile: the narrowest of its sweeps, to a fixpoint.
         vec_of = {s: max_vec(self.tiles[s][0]) for s in cand}
+        # A sweep over a shared tile keeps to 16 bytes an access of it (8 elements a
+        # vector is for 16-bit floats only).
+        from phobos.lower.sweep import max_vec_for
+
+        for sw in self.sweeps.values():
+            for s in sw.touched:
+                if cand.get(s) == "shared":
+                    sw.vec = min(sw.vec, max_vec_for((self.tiles[s][1],)))
         for _ in range(8):
             changed = False
             for sw in self.sweeps.values():
@@ -437,8 +485,13 @@ class _Planner:
         if exchange:
             need = max([_scratch_bytes(lw, shape, sw.vec) for _, shape, sw in self.reductions]
                        + [_scratch_bytes(lw, (1, 1), 1)])  # fmt: skip
+        staged = shape_ops.stage_requests(self, lambda node: self.sweeps[id(node)].vec)
+        names += [r[1:] for r in staged]
+        if exchange:
             names.append(("scratch", need, 0, self.n + 1))
         buffers, total = alloc.allocate(names)
+        for (key, *_), buf in zip(staged, buffers[len(requests):], strict=False):
+            plan.stages[key] = buf
         for (sym, *_), buf in zip(requests, buffers, strict=False):
             plan.tiles[sym].buffer = buf
         if exchange:
@@ -464,9 +517,10 @@ def _scratch_bytes(lw, shape, vec) -> int:
 
 
 def max_vec(shape) -> int:
-    """The widest vector a sweep over `shape` may take: 4, dividing the last extent."""
+    """The widest vector a sweep over `shape` may take: 8 (16-bit elements, 16 bytes),
+    dividing the last extent."""
     last = shape[-1] if shape else 1
-    for v in (4, 2, 1):
+    for v in (8, 4, 2, 1):
         if isinstance(last, int) and last % v == 0:
             return v
     return 1

@@ -40,10 +40,15 @@ from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
 UNROLL = 16
+PACKED = ("f16", "bf16")  # moved two to a 32-bit word: 8 elements a 16-byte access
 
 
 def max_vec_for(elems) -> int:
-    """The widest vector (elements) every element type in `elems` allows: 16 bytes, 4 at most."""
+    """The widest vector (elements) every element type in `elems` allows: 16 bytes, 4
+    at most, or 8 when every one is a 16-bit float (`PACKED`: two to a 32-bit word)."""
+    elems = tuple(elems)
+    if elems and all(e in PACKED for e in elems):
+        return 8
     widest = max((BYTES.get(e, 4) for e in elems), default=4)
     return max(1, min(4, 16 // widest))
 
@@ -65,8 +70,39 @@ def _chain(e, lets):
             return e, chain[::-1]
 
 
+def _is_zero(e) -> bool:
+    return isinstance(e, hir.Const) and e.value == 0
+
+
+def _fixed_rows(base, chain, own) -> bool:
+    """Whether the access never leaves the first row of its array: on every axis before
+    the last, each slice starts at 0 and the view is one element wide. Its row offsets
+    are then 0, whatever the pitch."""
+    dims = base.type.dims if hasattr(base.type, "dims") else ()
+    for a in range(len(dims) - 1):
+        if not chain:
+            if dims[a] != 1:
+                return False
+            continue
+        if any(not _is_zero(sl.subs[a].start) for sl in chain):
+            return False
+        sub = chain[-1].subs[a]
+        if not (sub.point or sub.extent == 1):
+            return False
+    return True
+
+
 def slice_vec(lw, e, shape, lets) -> int:
-    """The widest vector provable for a slice `e` swept over `shape`."""
+    """The widest vector provable for a slice `e` swept over `shape`.
+
+    Its start is a multiple of the width: the starts on the last axis (folded
+    constants, multiples of tile constants, `@aligned`), and the row pitch (the last
+    extent: a dynamic one is a multiple of 4 by the ABI, more under `@aligned`) unless
+    the access stays in row 0. A bound the last axis is masked against (the tensor's
+    end, a parent slice's end) is a multiple of the width too, except that an 8-wide
+    16-bit access may meet a bound that is only a multiple of 4: it is guarded per half
+    (`Sweeper.guard`).
+    """
     base, chain = _chain(e, lets)
     dims = base.type.dims if hasattr(base.type, "dims") else ()
     elem = elem_of(e.type)
@@ -77,19 +113,23 @@ def slice_vec(lw, e, shape, lets) -> int:
     if own[-1] == 1 and shape[-1] != 1:
         return v  # broadcast along the row: one element a vector, no constraint
     last = len(dims) - 1
-    div = memory.BIG
+    start = bound = memory.BIG
     for sl in chain:
         sub = sl.subs[last]
-        div = gcd(div, lw.divisor(sub.start))
+        start = gcd(start, lw.divisor(sub.start))
         if sub.point:
             return 1
-        if isinstance(sub.extent, int):
-            div_ext = sub.extent
-            div = gcd(div, div_ext) if sl is not chain[-1] else div
+        if sl is not chain[-1] and sub.extent is not None:
+            bound = gcd(bound, _dim_div(lw, sub.extent))
     d_last = dims[last] if dims else 1
-    pitch = _dim_div(lw, d_last)
-    div = gcd(div, pitch)
-    while v > 1 and (div % v or (isinstance(shape[-1], int) and shape[-1] % v)):
+    bound = gcd(bound, _dim_div(lw, d_last))
+    if not _fixed_rows(base, chain, own):
+        start = gcd(start, _dim_div(lw, d_last))  # the row pitch
+    while v > 1 and (
+        start % v
+        or (isinstance(shape[-1], int) and shape[-1] % v)
+        or (bound % v and not (v == 8 and bound % 4 == 0))
+    ):
         v //= 2
     return v
 
@@ -103,12 +143,38 @@ def _dim_div(lw, d) -> int:
     return 4
 
 
-def expr_vec(lw, e, shape, lets) -> int:
-    """The widest vector every slice read in the elementwise expression `e` allows."""
+def memory_elems(e, lets) -> list[str]:
+    """The element types of the tensor slices (and views) the expression `e` reads."""
+    if isinstance(e.type, hir.Scalar):
+        return []
+    if isinstance(e, hir.Slice) or (
+        isinstance(e, hir.Ref) and (e.sym in lets or isinstance(e.sym.type, hir.TensorT))
+    ):
+        return [elem_of(e.type)]
+    parts = []
+    if isinstance(e, hir.Binary):
+        parts = [e.left, e.right]
+    elif isinstance(e, hir.Unary):
+        parts = [e.operand]
+    elif isinstance(e, hir.Convert):
+        parts = [e.value]
+    elif isinstance(e, hir.Builtin):
+        parts = list(e.args)
+    return [t for p in parts for t in memory_elems(p, lets)]
+
+
+def expr_vec(lw, e, shape, lets, packed: bool = False) -> int:
+    """The widest vector every slice read in the elementwise expression `e` allows.
+
+    `packed`: every slice the sweep touches holds 16-bit floats, so the sweep may run
+    8 elements a vector whatever types it computes in (registers hold them); otherwise
+    every value's type caps the width at 16 bytes, 4 elements at most.
+    """
     v = max_vec(shape)
     if isinstance(e.type, hir.Scalar):
         return v
-    v = min(v, max_vec_for((elem_of(e.type),)))
+    if not packed:
+        v = min(v, max_vec_for((elem_of(e.type),)), 4)
     if isinstance(e, (hir.Slice,)) or (isinstance(e, hir.Ref) and e.sym in lets):
         return min(v, slice_vec(lw, e, shape, lets))
     if isinstance(e, hir.Ref):
@@ -123,7 +189,7 @@ def expr_vec(lw, e, shape, lets) -> int:
     elif isinstance(e, hir.Builtin):
         parts = list(e.args)
     for p in parts:
-        v = min(v, expr_vec(lw, p, shape, lets))
+        v = min(v, expr_vec(lw, p, shape, lets, packed))
     return v
 
 
@@ -444,12 +510,23 @@ class Sweeper:
             off = off.value
         return memory.offset_address(self.lw, base, acc, off)
 
-    def guard(self, acc, p) -> tuple[Reg | None, bool]:
+    def guard(self, acc, p):
         """The predicate a vector of `acc` at `p` is in bounds under; (None, True) when it
-        always is, (None, False) when it never is."""
+        always is, (None, False) when it never is.
+
+        A bound is a multiple of the vector width (`slice_vec`), so the first element
+        decides for the whole vector; but an 8-wide vector may meet a bound on the last
+        axis that is only a multiple of 4 (a dynamic extent), so there each half has
+        its own test, and the guard is `memory.Halves`: the full 16 bytes where the
+        second half is in bounds, the first 8 bytes alone where only it is.
+        """
         b, t = self.lw.b, self.lw.idx
         memo = p.state.memo
         preds = [] if p.valid is None else [p.valid]
+        last = len(acc.bounds) - 1
+        halves = p.lanes > 4
+        second: list = []  # tests of the second half (Halves only)
+        second_never = False
         for a, limits in enumerate(acc.bounds):
             reg, k = p.coords[a]
             for lim_v in limits:
@@ -458,23 +535,48 @@ class Sweeper:
                     start = iadd(b, t, acc.starts[a], reg)
                     memo[key] = isub(b, t, lim_v, start)
                 lim = memo[key]
-                if isinstance(lim, Imm):
-                    if k < lim.value:
+                tests = [(k, preds)]
+                if halves and a == last:
+                    tests.append((k + p.lanes // 2, second))
+                for at, into in tests:
+                    if isinstance(lim, Imm):
+                        if at < lim.value:
+                            continue
+                        if into is preds:
+                            return None, False
+                        second_never = True
                         continue
-                    return None, False
-                pkey = ("in", acc.key, a, _key(lim_v), _key(reg), k)
-                if pkey not in memo:
-                    memo[pkey] = b.op("setp", "pred", lim, Imm(k, t), cmp="gt", type=t)
-                preds.append(memo[pkey])
+                    pkey = ("in", acc.key, a, _key(lim_v), _key(reg), at)
+                    if pkey not in memo:
+                        memo[pkey] = b.op("setp", "pred", lim, Imm(at, t), cmp="gt", type=t)
+                    into.append(memo[pkey])
+        first = self._all(preds, memo)
+        if second_never:
+            return memory.Halves(None, first if first is not None else self._true()), True
+        if second:
+            full = self._all(preds + second, memo)
+            nkey = ("not", full.name)
+            if nkey not in memo:
+                memo[nkey] = b.op("not", "pred", full)
+            only = memo[nkey] if first is None else self._all([first, memo[nkey]], memo)
+            return memory.Halves(full, only), True
+        return first, True
+
+    def _true(self):
+        b, t = self.lw.b, self.lw.idx
+        return b.op("setp", "pred", Imm(0, t), Imm(0, t), cmp="eq", type=t)
+
+    def _all(self, preds, memo):
+        """The conjunction of `preds` (memoised); None when there are none."""
         if not preds:
-            return None, True
+            return None
         out = preds[0]
         for q in preds[1:]:
             ckey = ("and", out.name, q.name)
             if ckey not in memo:
-                memo[ckey] = b.op("and", "pred", out, q)
+                memo[ckey] = self.lw.b.op("and", "pred", out, q)
             out = memo[ckey]
-        return out, True
+        return out
 
     def load(self, acc, p) -> list[Value]:
         b = self.lw.b
@@ -542,6 +644,11 @@ def tile_statement(lw, s) -> None:
         target, op, value = hir.Ref(s.sym, s.sym.type, s.sym.uni), "=", s.value
     else:
         target, op, value = s.target, s.op, s.value
+    from phobos.lower import shape as shape_ops
+
+    if op == "=" and shape_ops.takes(lw, value):  # shape built-ins, rows folded a warp each
+        shape_ops.lower(lw, value, target)
+        return
     if isinstance(value, hir.Builtin) and value.name in REDUCTIONS and op == "=":
         reduce.row_reduction(lw, value, target)
         return

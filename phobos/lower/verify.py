@@ -8,6 +8,11 @@ Invariants checked:
 3. Operand counts and types per family: arithmetic, bits and math results have the
    instruction's `type` (`mul_wide` twice its width); `setp` writes a `pred`; `selp`
    takes two values and a `pred`; `cvt` reads `from_type` and writes `type`.
+   `mov`/`bitcast` move one value, except for exactly two packing forms, of type
+   `b32` (halves of 16 bits) or `b64` (halves of 32 bits): unpack, one register of
+   the type's width into two registers of half its width (low half first,
+   `%lo, %hi = mov.b32 %w`), and pack, the reverse (`%w = mov.b32 %lo, %hi`); every
+   operand of either form is a register, never an immediate.
 4. Memory: `space` is one of `lir.SPACES`; a global or param address is a `u64`
    register, a shared address a `u32` or `u64`; `vec` is 1, 2 or 4 and a vector
    access is at most 16 bytes; `ld` writes `vec` registers and `st` stores `vec`.
@@ -172,9 +177,28 @@ class _Verifier:
             self.one_dest(i, type_)
 
     def check_convert(self, i: lir.Inst, type_: str | None) -> None:
+        if i.op != "cvt" and (len(i.dests) > 1 or len(i.srcs) > 1):
+            return self.check_pack(i, type_)
         self.one_dest(i, type_)
         if i.op == "cvt" and i.attr("from_type") not in lir.TYPES:
             self.fail("`cvt` needs the type it converts from", i)
+
+    def check_pack(self, i: lir.Inst, type_: str | None) -> None:
+        """The packing forms of `mov`/`bitcast`: b32 <-> two 16-bit registers, b64 <->
+        two 32-bit registers."""
+        wide, halves = (i.srcs, i.dests) if len(i.dests) > 1 else (i.dests, i.srcs)
+        width = {"b32": 4, "b64": 8}.get(type_)
+        ok = (
+            width is not None
+            and len(wide) == 1
+            and len(halves) == 2
+            and all(isinstance(v, lir.Reg) for v in (*wide, *halves))
+            and lir.WIDTH[wide[0].type] == width
+            and all(lir.WIDTH[h.type] == width // 2 and h.type != "pred" for h in halves)
+        )
+        if not ok:
+            self.fail(f"`{i.op}` with several operands packs two registers into a b32 or b64 "
+                      "register of twice their width, or unpacks one; nothing else", i)  # fmt: skip
 
     def check_math(self, i: lir.Inst, type_: str | None) -> None:
         self.one_dest(i, type_)

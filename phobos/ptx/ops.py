@@ -513,8 +513,34 @@ def _cvt(e: Emitter, i: lir.Inst) -> str:
     return f"cvt{mods}.{d}.{s} {e.dest(i)}, {e.operand(src)}"
 
 
+def _pack(e: Emitter, i: lir.Inst) -> str:
+    """`mov.b32 {%lo, %hi}, %w` (unpack) and `mov.b32 %w, {%lo, %hi}` (pack): a 32-bit
+    word as two 16-bit registers, the low half first; `mov.b64` likewise with 32-bit
+    halves."""
+    unpack = len(i.dests) == 2 and len(i.srcs) == 1
+    wide, halves = (i.srcs, i.dests) if unpack else (i.dests, i.srcs)
+    t = i.attr("type")
+    width = {"b32": 4, "b64": 8}.get(t)
+    if (
+        width is None
+        or len(wide) != 1
+        or len(halves) != 2
+        or not all(isinstance(v, lir.Reg) for v in (*wide, *halves))
+        or lir.WIDTH[wide[0].type] != width
+        or any(lir.WIDTH[h.type] != width // 2 or h.type == "pred" for h in halves)
+    ):
+        e.fail(i, "packs or unpacks something other than a b32 (b64) word and two 16-bit "
+               "(32-bit) registers")  # fmt: skip
+    pair = "{" + ", ".join(e.name(h) for h in halves) + "}"
+    if unpack:
+        return f"mov.{t} {pair}, {e.name(wide[0])}"
+    return f"mov.{t} {e.name(wide[0])}, {pair}"
+
+
 @rule("mov")
 def _mov(e: Emitter, i: lir.Inst) -> str:
+    if len(i.dests) > 1 or len(i.srcs) > 1:
+        return _pack(e, i)
     t = i.attr("type") or i.dests[0].type
     arity(e, i, 1)
     src = i.srcs[0]
@@ -528,6 +554,8 @@ def _mov(e: Emitter, i: lir.Inst) -> str:
 
 @rule("bitcast")
 def _bitcast(e: Emitter, i: lir.Inst) -> str:
+    if len(i.dests) > 1 or len(i.srcs) > 1:
+        return _pack(e, i)
     arity(e, i, 1)
     src, dest = i.srcs[0], i.dests[0]
     if lir.WIDTH[src.type] != lir.WIDTH[dest.type] or "pred" in (src.type, dest.type):
