@@ -90,3 +90,51 @@ def test_rms_norm(block, n):
     np.testing.assert_allclose(
         got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3
     )
+
+
+TWO_PHASE = """
+@persistent
+@launch(64)
+kernel total(X: tensor<f32>[N], Part: tensor<f32>[G], Out: tensor<f32>[1], bar: tensor<i32>[2]) {
+  var acc: f32 = 0.0
+  for i in range(ctx.block.x * ctx.threads + ctx.thread, N, ctx.blocks.x * ctx.threads) {
+    acc += X[i]
+  }
+  let s = sum<over ctx.thread>(acc)
+  if ctx.thread == 0 {
+    Part[ctx.block.x] = s
+  }
+  grid_barrier(bar)
+  if ctx.block.x == ctx.blocks.x - 1 {
+    var t: f32 = 0.0
+    for j in range(0, ctx.blocks.x) {
+      t += Part[j]
+    }
+    if ctx.thread == 0 {
+      Out[0] = t
+    }
+  }
+}
+"""
+
+
+def test_two_phase_reduction_over_grid_barrier():
+    """A persistent grid, every CTA resident, meets at a grid barrier twice in a row."""
+    from phobos.build import build_kernel
+    from phobos.runtime.launch_gpu import GpuKernel
+    from phobos.source import SourceFile
+    from phobos.syntax.parser import parse
+
+    program, diagnostics = parse(SourceFile("two_phase.ph", TWO_PHASE))
+    assert not diagnostics
+    gpu = GpuKernel(build_kernel(program, "total").contract, build_kernel(program, "total").ptx)
+    bar = torch.zeros(2, dtype=torch.int32, device="cuda")  # zeroed once, reused
+    for n in (1_000_000, 4 * 12_345):
+        x = torch.randn(n, device="cuda")
+        part = torch.full((8192,), float("nan"), device="cuda")
+        out = torch.full((1,), float("nan"), device="cuda")
+        counts = gpu.launch((), (x, part, out, bar))
+        torch.cuda.synchronize()
+        assert counts[0] > 132  # several CTAs a multiprocessor, all resident
+        want = x.double().sum().item()
+        assert abs(out.item() - want) <= 1e-4 * x.double().abs().sum().item()
