@@ -7,32 +7,51 @@ its own; it reports problems by adding diagnostics to the unit (or raising
 Adding a stage is one entry in `STAGES`.
 
     >>> from phobos.source import SourceFile
-    >>> list(STAGES)[:3]
-    ['ast', 'ph', 'py']
-    >>> chain("py")
-    ['ast', 'py']
+    >>> list(STAGES)
+    ['ast', 'ph', 'py', 'hir', 'lir', 'ptx', 'json']
+    >>> chain("json")
+    ['ast', 'hir', 'lir', 'ptx', 'json']
 
 Any other exception escaping a stage is a bug in Phobos: it comes out as an
 `InternalCompilerError` naming the stage and the file, which the command-line tools
 report with exit status 101.
 
-`PHOBOS_DUMP=DIR` writes the text of every artifact made to `DIR/<file>.<artifact>`.
+The unit's options say how: `chip` (the PTX target, default `sm_90`), `all_variants`
+(every variant of each kernel's `@autotune` space instead of each first choice; the
+entries are then named per variant, `saxpy__BLOCK_16`) and `check_races` (run each
+lowered kernel in the threads interpreter on small random inputs and report every
+shared-memory race and fault, `phobos.races`).
+
+`PHOBOS_DUMP=DIR` writes the text of every artifact made to `DIR/<file>.<artifact>`,
+and each kernel's own to `DIR/<kernel>[.<variant>].{ast,hir,lir,ptx,json}`.
+`PHOBOS_LOG=debug` prints why the lowering decided what it did (`phobos.log`).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from phobos import log
 from phobos.diagnostics.diagnostic import CompileError, Diagnostic
 from phobos.source import SourceFile, Span
 
+log.configure()
+
 # ---------------------------------------------------------------------------
 # One input file on its way through the stages
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to compile: the PTX target, which variants, whether to check for races."""
+
+    chip: str = "sm_90"
+    all_variants: bool = False
+    check_races: bool = False
 
 
 @dataclass
@@ -45,6 +64,9 @@ class Unit:
     artifacts: dict[str, Any] = field(default_factory=dict)
     # (start, end in the emitted `.ph`, span in the `.py`) for a Python input's `.ph`.
     ph_spans: list[tuple[int, int, Span]] | None = None
+    options: Options = field(default_factory=lambda: Options())
+    # (hir kernel, lir kernel, its own PTX module) of every kernel variant lowered so far.
+    lowered: list[tuple[Any, Any, str | None]] = field(default_factory=list)
 
     @property
     def has_errors(self) -> bool:
@@ -92,9 +114,24 @@ def _dump_ast(program) -> str:
 
 
 def _check(program, unit: Unit):
-    from phobos.sema.check import check_stage
+    from phobos.sema.check import check_kernel, check_program
 
-    return check_stage(program, unit)
+    kernels, diagnostics = check_program(program)
+    unit.diagnostics.extend(diagnostics)
+    if not unit.options.all_variants:
+        return kernels
+    out = []
+    for first in kernels:
+        space = first.attrs.space
+        for variant in space.variants():
+            if variant == space.first_choice():
+                out.append(first)
+                continue
+            checked, diags = check_kernel(program, first.name, variant, first.index_width)
+            unit.diagnostics.extend(diags)
+            if checked is not None:
+                out.append(checked)
+    return out
 
 
 def _dump_hir(kernels) -> str:
@@ -104,15 +141,48 @@ def _dump_hir(kernels) -> str:
 
 
 def _lower(kernels, unit: Unit):
-    from phobos.lower.kernel import lower_stage
+    from phobos import build
 
-    return lower_stage(kernels, unit)
+    unit.lowered = []
+    for checked in kernels:
+        entry = build.variant_entry(checked) if unit.options.all_variants else None
+        try:
+            unit.lowered.append((checked, build.lower(checked, entry), None))
+        except CompileError as exc:
+            # Every variant of a kernel tends to fail alike: say each thing once.
+            unit.diagnostics.extend(d for d in exc.diagnostics if d not in unit.diagnostics)
+    if unit.options.check_races:
+        from phobos.races import check_races
+
+        for checked, lowered, _ in unit.lowered:
+            unit.diagnostics.extend(check_races(checked, lowered))
+    return [lowered for _, lowered, _ in unit.lowered]
 
 
 def _print_lir(kernels) -> str:
     from phobos.lower.kernel import print_kernels
 
     return print_kernels(kernels)
+
+
+def _emit_ptx(kernels, unit: Unit) -> str:
+    from phobos import build
+
+    chip = unit.options.chip
+    unit.lowered = [(h, lk, build.emit([lk], chip)) for h, lk, _ in unit.lowered]
+    return build.emit(kernels, chip)
+
+
+def _contracts(ptx: str, unit: Unit):
+    from phobos import build
+    from phobos.runtime.contract import Contract
+
+    chip = unit.options.chip
+    return Contract(tuple(build.contract_of(h, lk, own, chip) for h, lk, own in unit.lowered))
+
+
+def _contract_json(contract) -> str:
+    return contract.to_json()
 
 
 def _print_ph(program, unit: Unit) -> str:
@@ -149,8 +219,10 @@ STAGES: dict[str, Stage] = {
     "ast": Stage(None, _front_end, _dump_ast),  # parse `.ph` / translate `.py` -> the AST
     "ph": Stage("ast", _print_ph),  # canonical `.ph` text
     "py": Stage("ast", _print_py),  # the Python spelling (ph2py)
-    "hir": Stage("ast", _check, _dump_hir),  # checked, specialised to each first choice
-    "lir": Stage("hir", _lower, _print_lir),  # the per-thread IR of each kernel
+    "hir": Stage("ast", _check, _dump_hir),  # checked, one per variant (each first choice)
+    "lir": Stage("hir", _lower, _print_lir),  # the per-thread IR of each kernel (races checked)
+    "ptx": Stage("lir", _emit_ptx),  # one PTX module for the unit's chip
+    "json": Stage("ptx", _contracts, _contract_json),  # the launch contract (K.json)
 }
 
 
@@ -243,27 +315,38 @@ def read_source(path: str, name: str | None = None) -> SourceFile:
         raise InputError("E0901", f"cannot read `{name or path}`: {reason}") from None
 
 
-def compile_source(source: SourceFile, emit: str = "ast", language: str | None = None) -> Result:
+def compile_source(
+    source: SourceFile,
+    emit: str = "ast",
+    language: str | None = None,
+    options: Options | None = None,
+) -> Result:
     """Run the stages up to `emit` on an already-read file.
 
-    The language comes from the file name's suffix unless given. Raises
-    `InternalCompilerError` if a stage fails with an exception.
+    The language comes from the file name's suffix unless given. With
+    `options.check_races` the stages run at least to `lir`, where the check is made.
+    Raises `InternalCompilerError` if a stage fails with an exception.
     """
     if emit not in STAGES:
         raise ValueError(f"unknown artifact {emit!r}; known: {', '.join(STAGES)}")
-    unit = Unit(source, language or language_of(source.name))
-    value: Any = None
+    unit = Unit(source, language or language_of(source.name), options=options or Options())
+    names = chain(emit)
+    if unit.options.check_races:
+        names += [n for n in chain("lir") if n not in names]
+    dumping = bool(os.environ.get("PHOBOS_DUMP"))
     text: str | None = None
-    for name in chain(emit):
+    for name in names:
         stage = STAGES[name]
         try:
-            value = stage.run(value, unit)
+            value = stage.run(unit.artifacts.get(stage.after) if stage.after else None, unit)
             unit.artifacts[name] = value
-            if name == emit or os.environ.get("PHOBOS_DUMP"):
+            if name == emit or dumping:
                 artifact_text = stage.text(value)
                 _dump(unit, name, artifact_text)
                 if name == emit:
                     text = artifact_text
+            if dumping:
+                _dump_kernels(unit, name, value)
         except CompileError as exc:
             unit.diagnostics.extend(exc.diagnostics)
             break
@@ -276,27 +359,47 @@ def compile_source(source: SourceFile, emit: str = "ast", language: str | None =
     return Result(source, emit, unit.artifacts, unit.diagnostics, text, unit.ph_spans)
 
 
-def compile_path(path: str, emit: str = "ast", name: str | None = None) -> Result:
+def compile_path(
+    path: str, emit: str = "ast", name: str | None = None, options: Options | None = None
+) -> Result:
     """Read `path` and run the stages up to `emit`; the front end follows the suffix.
 
     `name` is how diagnostics show the file (default: `path` as given). Raises
     `InputError` for an unreadable file or an unknown suffix.
     """
-    return compile_source(read_source(path, name), emit, language_of(path))
+    return compile_source(read_source(path, name), emit, language_of(path), options)
 
 
 def _dump(unit: Unit, artifact: str, text: str) -> None:
-    folder = os.environ.get("PHOBOS_DUMP")
-    if not folder:
-        return
-    stem = os.path.basename(unit.source.name)
-    path = os.path.join(folder, f"{stem}.{artifact}")
-    try:
-        os.makedirs(folder, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        # A debugging aid must not stop the compile; say once per artifact why it is absent.
-        print(
-            f"warning: PHOBOS_DUMP: cannot write `{path}`: {exc.strerror or exc}", file=sys.stderr
-        )
+    log.dump(os.path.basename(unit.source.name), artifact, text)
+
+
+def _dump_kernels(unit: Unit, artifact: str, value) -> None:
+    """Each kernel's (and variant's) own text of `artifact`, under PHOBOS_DUMP."""
+    from phobos import build
+
+    if artifact == "ast":
+        from phobos.syntax import ast
+
+        for item in getattr(value, "items", ()):
+            if isinstance(item, ast.Kernel):
+                log.dump(item.name.id, "ast", ast.dump(item))
+    elif artifact == "hir":
+        from phobos.sema.hir import dump
+
+        for checked in value:
+            log.dump(log.kernel_stem(checked.name, build.variant_key(checked)), "hir",
+                     dump(checked) + "\n")  # fmt: skip
+    elif artifact in ("lir", "ptx", "json"):
+        from phobos.lower.lir import print_kernel
+        from phobos.runtime.contract import Contract
+
+        for checked, lowered, own in unit.lowered:
+            stem = log.kernel_stem(checked.name, build.variant_key(checked))
+            if artifact == "lir":
+                log.dump(stem, "lir", print_kernel(lowered) + "\n")
+            elif artifact == "ptx" and own is not None:
+                log.dump(stem, "ptx", own)
+            elif artifact == "json":
+                kernel = next(k for k in value.kernels if k.entry == lowered.name)
+                log.dump(stem, "json", Contract((kernel,)).to_json())

@@ -1,7 +1,12 @@
 """`phobos-compile`: compile `.ph` and `.py` files to the artifact `--emit` names.
 
-    phobos-compile FILE [FILE...] [--emit ast|ph|py] [-o OUT]
+    phobos-compile FILE [FILE...] [--emit ast|ph|py|hir|lir|ptx|json] [-o OUT]
+                   [--chip sm_80|sm_90|sm_90a] [--all-variants] [--check-races]
                    [--error-format human|json] [--origin MAP] [--explain CODE]
+
+`-o K.ptx` (with `--emit ptx`, or with no `--emit` and the `.ptx` suffix) writes the
+PTX and, beside it, `K.json`, the launch contract. Compiling needs no GPU: `--chip`
+names the target.
 
 Exit status: 0 compiled, 1 the program has errors (diagnostics on stderr), 2 the
 command line is wrong (unknown flag, unreadable file, unknown suffix, bad span map),
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from phobos import driver, spanmap
+from phobos.build import CHIPS
 from phobos.diagnostics import codes
 from phobos.diagnostics.diagnostic import Diagnostic
 from phobos.diagnostics.render import render_human, render_json, summary
@@ -139,8 +145,12 @@ def compile_files(
     emit: str,
     output: str | None = None,
     origin: str | None = None,
+    options: driver.Options | None = None,
 ) -> int:
-    """Compile every file to `emit`, report, and give the exit status."""
+    """Compile every file to `emit`, report, and give the exit status.
+
+    With `emit` "ptx" and an `output`, the launch contract is written beside it.
+    """
     if output is not None and len(files) > 1:
         return session.usage(
             Diagnostic.error(
@@ -169,7 +179,8 @@ def compile_files(
     all_diags: list[Diagnostic] = []
     for path, source in zip(files, sources, strict=True):
         try:
-            result = driver.compile_source(source, emit, driver.language_of(path))
+            stop = "json" if emit == "ptx" and output is not None else emit
+            result = driver.compile_source(source, stop, driver.language_of(path), options)
         except driver.InternalCompilerError as ice:
             session.report(all_diags)
             return session.internal_error(ice)
@@ -184,7 +195,11 @@ def compile_files(
             session.stdout.write(result.text)
             continue
         try:
-            _write(output, result.text)
+            if stop != emit:  # the PTX, and its contract beside it
+                _write(output, driver.STAGES[emit].text(result.artifacts[emit]))
+                _write(contract_path(output), result.text)
+            else:
+                _write(output, result.text)
             if result.ph_spans is not None:
                 smap = spanmap.build(output, result.text, result.ph_spans, source)
                 spanmap.write(smap, spanmap.map_path_for(output))
@@ -197,6 +212,15 @@ def compile_files(
                 )
             )
     return session.finish(all_diags)
+
+
+def contract_path(output: str) -> str:
+    """Where the launch contract of `output` goes: `K.ptx` -> `K.json`.
+
+    >>> contract_path("out/k.ptx"), contract_path("k")
+    ('out/k.json', 'k.json')
+    """
+    return os.path.splitext(output)[0] + ".json"
 
 
 def _write(path: str, text: str) -> None:
@@ -234,10 +258,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--emit",
         choices=list(driver.STAGES),
-        default="ast",
-        help="the artifact to write (default: ast)",
+        default=None,
+        help="the artifact to write (default: ptx for `-o K.ptx`, else ast)",
     )
-    parser.add_argument("-o", dest="output", metavar="OUT", help="write the artifact to OUT")
+    parser.add_argument(
+        "-o", dest="output", metavar="OUT", help="write the artifact to OUT (PTX: and OUT's .json)"
+    )
+    parser.add_argument(
+        "--chip",
+        choices=list(CHIPS),
+        default="sm_90",
+        help="the chip to emit PTX for; no GPU is needed (default: sm_90)",
+    )
+    parser.add_argument(
+        "--all-variants",
+        action="store_true",
+        help="compile every variant of each @autotune space, not only the first choices",
+    )
+    parser.add_argument(
+        "--check-races",
+        action="store_true",
+        help="run each lowered kernel on small random inputs and report shared-memory races",
+    )
     parser.add_argument(
         "--error-format",
         choices=["human", "json"],
@@ -274,7 +316,12 @@ def run(
             return explain_code(session, opts.explain)
         if not opts.files:
             raise UsageError("no input files (see `phobos-compile --help`)")
-        return compile_files(session, opts.files, opts.emit, opts.output, opts.origin)
+        emit = opts.emit
+        if emit is None:
+            ptx_out = opts.output is not None and opts.output.endswith(".ptx")
+            emit = "ptx" if ptx_out else "ast"
+        options = driver.Options(opts.chip, opts.all_variants, opts.check_races)
+        return compile_files(session, opts.files, emit, opts.output, opts.origin, options)
     except UsageError as exc:
         stderr.write(f"{_paint_error(session.color)}: {exc}\n")
         return EXIT_USAGE

@@ -339,8 +339,12 @@ class Lowering:
         if name == "barrier":
             self.tracker.barrier()
             return Imm(0, REG[t])
-        if name in ("atomic_add",):
-            return reduce.atomic(self, e)
+        from phobos.lower import atomics, runs
+
+        if name in atomics.ONCE:
+            return atomics.lower(self, e)
+        if name in runs.RUNS:
+            return runs.lower(self, e)
         raise NotLowered(f"`{name}`", e.span)
 
     # -- statements ------------------------------------------------------------
@@ -378,6 +382,11 @@ class Lowering:
             isinstance(s.value, (hir.Slice, hir.Ref)) and s.sym not in self.tiles
         ):
             self.env[s.sym] = memory.resolve(self, s.value)
+            return
+        if isinstance(s.value, hir.Builtin) and s.value.name == "flat":
+            from phobos.lower.shape import flat_access
+
+            self.env[s.sym] = flat_access(self, s.value)
             return
         self.tile_stmt(s)
 
@@ -436,6 +445,10 @@ class Lowering:
         b.add(lir.If(cond, then.block, orelse, span=s.span))
 
     def s_For(self, s: hir.For) -> None:
+        from phobos.lower.unroll import lower_unrolled
+
+        if s.unroll and s.unroll > 1 and lower_unrolled(self, s):
+            return
         b, t = self.b, REG[elem_of(s.var.type)]
         lo, hi = self.value(s.lo), self.value(s.hi)
         step = self.value(s.step) if isinstance(s.step, hir.Expr) else Imm(int(s.step), t)

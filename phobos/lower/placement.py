@@ -15,7 +15,9 @@ tensor slices all hold 16-bit floats may take 8 elements a vector (one 16-byte
 access of four 32-bit words); any other stays at 4 at most.
 
 `normalize` first moves each row reduction nested in an expression into a
-temporary tile of its own, so a sweep only ever evaluates elementwise expressions.
+temporary tile of its own, so a sweep only ever evaluates elementwise expressions;
+likewise a nested `cumsum`, `transpose`, `gather` or `tril`, and every `flat(t)` is
+read through a `let` view (`phobos.lower.shape`).
 
     >>> REDUCTIONS
     ('rowsum', 'rowmax', 'rowargmax')
@@ -120,7 +122,7 @@ def _stmt(s, out):
             return replace(s, value=_top(s.value, out))
         return s
     if isinstance(s, hir.Assign) and not isinstance(s.target.type, hir.Scalar):
-        if s.op == "=" and isinstance(s.target, hir.Ref):
+        if s.op == "=" and (isinstance(s.target, hir.Ref) or shape_ops.writes_slices(s.value)):
             return replace(s, value=_top(s.value, out))
         return replace(s, value=_hoist(s.value, out))
     if isinstance(s, hir.For):
@@ -222,7 +224,8 @@ class _Planner:
             return
         if isinstance(s, (hir.Let, hir.VarDecl)) and not isinstance(s.sym.type, hir.Scalar):
             is_view = isinstance(s, hir.Let) and (
-                isinstance(s.sym.type, hir.TensorT) or isinstance(s.value, (hir.Slice, hir.Ref))
+                isinstance(s.sym.type, hir.TensorT)
+                or isinstance(s.value, (hir.Slice, hir.Ref))
                 or shape_ops.is_flat(s.value)
             )
             if is_view:
@@ -232,7 +235,7 @@ class _Planner:
                     self.mark_other(s.value.args[0].sym, "`flat` views its bytes")
                 return
             if any(isinstance(d, hir.Dyn) for d in s.sym.type.dims):
-                raise NotLowered("a tile with an extent bound at launch", s.span)
+                raise _dynamic(s.sym.type.dims, s.span)
             self.tiles[s.sym] = (tuple(s.sym.type.dims), s.sym.type.elem.name)
             self.decl_order.append(s.sym)
             self.spans[s.sym] = (self.n, self.n)
@@ -307,6 +310,8 @@ class _Planner:
                     self.cta_folds = True
             if isinstance(node, hir.Ref) and node.sym in self.tiles:
                 self.mark_other(node.sym, "it is read per point")
+            elif isinstance(node, hir.Ref) and node.sym in self.lets:
+                self.touch_view(node.sym)
 
     def touch_view(self, sym):
         """A use of the `let` view `sym`: the tile under it lives to here too."""
@@ -338,7 +343,7 @@ class _Planner:
     def assignment(self, s, sym, dims, value, op, target=None):
         """A tile statement: an elementwise sweep over `dims`, or a row reduction."""
         if isinstance(value, hir.Builtin) and value.name in shape_ops.OPS:
-            shape_ops.plan_op(self, s, sym, dims, value)
+            shape_ops.plan_op(self, s, sym, dims, value, target)
             return
         if isinstance(value, hir.Builtin) and value.name in REDUCTIONS:
             arg = value.args[0]
@@ -354,7 +359,7 @@ class _Planner:
                     self.mark_other(sym, f"`{value.name}` writes it")
             return
         if any(isinstance(d, hir.Dyn) for d in dims):
-            raise NotLowered("a tile statement over an extent bound at launch", s.span)
+            raise _dynamic(dims, s.span)
         sw = self.sweep(s, tuple(dims), value, target)
         if sym is not None:
             self.touch(sym)
@@ -490,7 +495,7 @@ class _Planner:
         if exchange:
             names.append(("scratch", need, 0, self.n + 1))
         buffers, total = alloc.allocate(names)
-        for (key, *_), buf in zip(staged, buffers[len(requests):], strict=False):
+        for (key, *_), buf in zip(staged, buffers[len(requests) :], strict=False):
             plan.stages[key] = buf
         for (sym, *_), buf in zip(requests, buffers, strict=False):
             plan.tiles[sym].buffer = buf
@@ -509,6 +514,20 @@ class _Planner:
             )
         lw.tiles = plan.tiles
         return plan
+
+
+def _dynamic(dims, span) -> NotLowered:
+    """The refusal of a tile whose extent is bound at launch (E0513)."""
+    names = [d.name for d in dims if isinstance(d, hir.Dyn)]
+    shape = "[" + ", ".join(str(getattr(d, "name", d)) for d in dims) + "]"
+    return NotLowered(
+        "a tile with an extent bound at launch",
+        span,
+        code="E0513",
+        message=f"a tile of shape {shape} is not lowered yet: `{names[0]}` is bound at launch",
+        note="a tile is swept at a static shape; walk the extent in static slices, "
+        "`for c in range(0, N, C) { ... A[r :+ 1, c :+ C] ... }`",
+    )
 
 
 def _scratch_bytes(lw, shape, vec) -> int:

@@ -28,7 +28,7 @@ from phobos.lower import lir, scalars
 from phobos.lower.builder import Builder
 from phobos.lower.errors import NotLowered
 from phobos.lower.lir import Imm, Reg, Value
-from phobos.lower.sweep import Point, State, Sweeper, points, run
+from phobos.lower.sweep import Point, State, Sweeper, points, run, versioned
 from phobos.lower.types import REG, elem_of
 from phobos.sema import hir
 
@@ -209,7 +209,8 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
             row = 0 if R == 1 else p.coords[0][1]
             fold_into(b, op, partial[row], x, acc_t, guard=p.valid)
 
-        run(lw, (R, C), vec, evaluate, lambda p, v: None, unroll_any=R > 1)
+        versioned(lw, sw, lambda: run(lw, (R, C), vec, evaluate, lambda p, v: None,
+                                      unroll_any=R > 1))  # fmt: skip
         folded = [butterfly(b, op, v, acc_t, 32) for v in partial]
         result = cta_exchange(lw, op, folded, acc_t, e.span)
         log.debug("`%s` over [%d, %d] at vector width %d: every thread folds its elements, "

@@ -15,6 +15,11 @@ on the last axis a multiple of it (folded constants, multiples of tile constants
 ABI), and any bound the last axis is masked against. A mask is kept only where the
 slice may run past its tensor (`phobos.lower.memory`); masked lanes read 0.
 
+Where a 16-bit row is held below 16 bytes only by a dynamic row pitch (`X[row, c :+ B]`
+with `N` bound at launch: `row * N` is a multiple of 4 elements, not 8), the sweep is
+versioned (`versioned`): `if (N % 8 == 0)` it runs with 16-byte accesses, else with
+each vector split into 8-byte halves; one branch a statement, on a uniform condition.
+
 Up to `UNROLL` groups (or any number, for a sweep over register tiles, which
 `placement` keeps at 64 registers at most) are written straight-line; more run as a
 loop over the groups.
@@ -33,7 +38,7 @@ from phobos.lower import memory, scalars
 from phobos.lower.builder import iadd, imul, isub
 from phobos.lower.errors import NotLowered
 from phobos.lower.layout import Sweep
-from phobos.lower.lir import For, Imm, Reg, Value
+from phobos.lower.lir import For, If, Imm, Reg, Value
 from phobos.lower.placement import ELEMENTWISE, REDUCTIONS, max_vec
 from phobos.lower.types import BYTES, REG, elem_of
 from phobos.sema import hir
@@ -93,7 +98,8 @@ def _fixed_rows(base, chain, own) -> bool:
 
 
 def slice_vec(lw, e, shape, lets) -> int:
-    """The widest vector provable for a slice `e` swept over `shape`.
+    """The widest vector provable for a slice `e` swept over `shape`, or reachable by
+    versioning the sweep on a dynamic row pitch (`slice_widths`).
 
     Its start is a multiple of the width: the starts on the last axis (folded
     constants, multiples of tile constants, `@aligned`), and the row pitch (the last
@@ -102,29 +108,61 @@ def slice_vec(lw, e, shape, lets) -> int:
     end, a parent slice's end) is a multiple of the width too, except that an 8-wide
     16-bit access may meet a bound that is only a multiple of 4: it is guarded per half
     (`Sweeper.guard`).
+
+    Where only the dynamic row pitch keeps the width below the widest, the wider
+    width is returned and the proven one noted (`lw.memo[("proven", id(e))]`): the
+    sweep runs twice under a branch on the pitch (`versioned`), and anywhere it is
+    not versioned the access splits into pieces of the proven width.
     """
+    proven, wider, dim = slice_widths(lw, e, shape, lets)
+    if wider > proven:
+        memo = getattr(lw, "memo", None)
+        if memo is not None:
+            memo[("proven", id(e))] = (proven, dim, wider)
+    return wider
+
+
+def slice_widths(lw, e, shape, lets) -> tuple:
+    """(the width proven, the width if the dynamic row pitch `N` were a multiple of 8
+    (`VERSION` elements of 16 bits: 16 bytes), and that extent (None: no version))."""
     base, chain = _chain(e, lets)
     dims = base.type.dims if hasattr(base.type, "dims") else ()
     elem = elem_of(e.type)
     v = max_vec_for((elem,))
     own = tuple(e.type.dims)
     if not shape or not own:
-        return 1
+        return 1, 1, None
     if own[-1] == 1 and shape[-1] != 1:
-        return v  # broadcast along the row: one element a vector, no constraint
+        return v, v, None  # broadcast along the row: one element a vector, no constraint
     last = len(dims) - 1
     start = bound = memory.BIG
     for sl in chain:
         sub = sl.subs[last]
         start = gcd(start, lw.divisor(sub.start))
         if sub.point:
-            return 1
+            return 1, 1, None
         if sl is not chain[-1] and sub.extent is not None:
             bound = gcd(bound, _dim_div(lw, sub.extent))
     d_last = dims[last] if dims else 1
     bound = gcd(bound, _dim_div(lw, d_last))
+    wider, dim = start, None
     if not _fixed_rows(base, chain, own):
-        start = gcd(start, _dim_div(lw, d_last))  # the row pitch
+        pitch = _dim_div(lw, d_last)
+        start = gcd(start, pitch)  # the row pitch
+        if isinstance(d_last, hir.Dyn) and pitch < VERSION:
+            wider, dim = gcd(wider, VERSION), d_last
+        else:
+            wider = start
+    proven = _fit(v, start, bound, shape)
+    versioned = _fit(v, wider, bound, shape)
+    return proven, versioned, dim if versioned > proven else None
+
+
+VERSION = 8  # the multiple a dynamic row pitch is tested for at run time (16 bytes of f16)
+
+
+def _fit(v, start, bound, shape) -> int:
+    """The widest of `v`, `v / 2`, ... that `start`, the last extent and `bound` allow."""
     while v > 1 and (
         start % v
         or (isinstance(shape[-1], int) and shape[-1] % v)
@@ -316,6 +354,47 @@ def run(lw, shape, vec, evaluate, commit, *, unroll_any=False) -> None:
     b.add(For(g, Imm(0, t), Imm(lay.groups, t), Imm(1, t), body.block, span=b.span))
 
 
+def versioned(lw, sw: Sweeper, emit) -> None:
+    """`emit()` the sweep once; or, where some access of `sw` is wider than proven only
+    for want of a dynamic row pitch `N` being a multiple of 8 (`slice_vec`), twice:
+
+        if (N % 8 == 0) { the sweep at 16 bytes } else { the sweep at 8 bytes }
+
+    The extents are kernel parameters, so the condition is uniform (computed once, at
+    entry) and every thread takes the same branch. Both versions run the same layout
+    and write the same registers; only the width of the accesses differs.
+    """
+    if not sw.split:
+        emit()
+        return
+    lw, b = sw.lw, sw.lw.b
+    names = tuple(sorted(sw.pitches))
+    cond = b.once(("pitch_multiple", VERSION, names), lambda: _multiples(lw, names))
+    with b.region() as wide:
+        sw.wide = True
+        emit()
+    with b.region() as narrow:
+        sw.wide = False
+        emit()
+    b.add(If(cond, wide.block, narrow.block, span=b.span))
+    span = b.span
+    line = span.source.line_col(span.start)[0] if span is not None else "?"
+    log.debug("`%s` line %s: versioned on %s", lw.k.name, line,
+              " && ".join(f"{n} % {VERSION} == 0" for n in names))  # fmt: skip
+
+
+def _multiples(lw, names):
+    """A pred: every dynamic extent in `names` is a multiple of `VERSION`."""
+    b, t = lw.b, lw.idx
+    out = None
+    for n in names:
+        low = b.op("and", "b32" if t == "s32" else "b64", lw.dim_value(n), Imm(VERSION - 1, t),
+                   dest_type=t)  # fmt: skip
+        ok = b.op("setp", "pred", low, Imm(0, t), cmp="eq", type=t)
+        out = ok if out is None else b.op("and", "pred", out, ok)
+    return out
+
+
 def replicated_points(lw, shape) -> list[Point]:
     """Every element of a small tile, computed by every thread (a replicated target)."""
     t = lw.idx
@@ -344,6 +423,20 @@ class Sweeper:
         self.scalars: dict[int, Value] = {}
         self.accesses: dict[int, memory.Access] = {}
         self.shared_reads: list = []
+        self.split: dict[int, int] = {}  # Access.key -> its proven width (narrower than vec)
+        self.pitches: dict[str, hir.Dyn] = {}  # the dynamic row pitches the widths wait on
+        self.wide = False  # in the branch where every pitch in `pitches` is a multiple of 8
+
+    def note_width(self, e, acc) -> None:
+        """Where placement widened `e`'s vectors past what is proven (`slice_vec`), its
+        accesses split to the proven width unless the sweep runs `wide`."""
+        noted = self.lw.memo.get(("proven", id(e)))
+        if noted is None or acc.space != "global":
+            return
+        proven, dim, wider = noted
+        if self.vec > proven and self.vec <= wider:
+            self.split[acc.key] = min(proven, self.split.get(acc.key, proven))
+            self.pitches[dim.name] = dim
 
     # -- before the sweep ----------------------------------------------------
 
@@ -357,9 +450,11 @@ class Sweeper:
             return
         if isinstance(e, (hir.Slice,)) or (isinstance(e, hir.Ref) and _is_view(lw, e)):
             if _ekey(e) in self.accesses:  # the same slice read twice: one load
+                self.note_width(e, self.accesses[_ekey(e)])
                 return
             acc = memory.resolve(lw, e)
             self.accesses[_ekey(e)] = acc
+            self.note_width(e, acc)
             if acc.space == "shared":
                 own = tuple(e.type.dims)
                 key = ("sweep", self.shape, self.vec) if own == self.shape and _whole(acc) else None
@@ -524,7 +619,7 @@ class Sweeper:
         memo = p.state.memo
         preds = [] if p.valid is None else [p.valid]
         last = len(acc.bounds) - 1
-        halves = p.lanes > 4
+        halves = p.lanes > 4 and not (self.wide and _bounds_on(self.lw, acc, self.pitches))
         second: list = []  # tests of the second half (Halves only)
         second_never = False
         for a, limits in enumerate(acc.bounds):
@@ -578,7 +673,20 @@ class Sweeper:
             out = memo[ckey]
         return out
 
+    def pieces(self, acc, p) -> list[Point] | None:
+        """`p` cut into pieces of `acc`'s proven width, when its vectors are wider than
+        proven and the sweep is not in its `wide` version; None: one access."""
+        w = self.split.get(acc.key)
+        if self.wide or w is None or p.lanes <= w:
+            return None
+        reg, k = p.coords[-1]
+        return [Point(p.shape, (*p.coords[:-1], (reg, k + c)), w, p.valid, p.group, p.state,
+                      p.layout) for c in range(0, p.lanes, w)]  # fmt: skip
+
     def load(self, acc, p) -> list[Value]:
+        parts = self.pieces(acc, p)
+        if parts is not None:
+            return [v for q in parts for v in self.load(acc, q)]
         b = self.lw.b
         guard, live = self.guard(acc, p)
         rt = REG[acc.elem]
@@ -591,6 +699,12 @@ class Sweeper:
         return memory.load(b, acc.space, acc.elem, addr, p.lanes, guard)
 
     def store(self, acc, p, values) -> None:
+        parts = self.pieces(acc, p)
+        if parts is not None:
+            for q in parts:
+                c = q.coords[-1][1] - p.coords[-1][1]
+                self.store(acc, q, values[c : c + q.lanes])
+            return
         b = self.lw.b
         guard, live = self.guard(acc, p)
         if not live:
@@ -598,6 +712,18 @@ class Sweeper:
         addr = self.address(acc, p)
         values = [scalars.materialize(b, v, acc.elem) for v in values]
         memory.store(b, acc.space, acc.elem, addr, values, guard)
+
+
+def _bounds_on(lw, acc, pitches) -> bool:
+    """Whether every bound of `acc`'s last axis is an extent in `pitches` (in the `wide`
+    branch, a multiple of 8) or a constant multiple of 8: an 8-wide vector (its start a
+    multiple of 8) then lies wholly on one side, and its halves need no test apart."""
+    regs = {lw.dims[n].name for n in pitches if isinstance(lw.dims.get(n), Reg)}
+    return all(
+        (isinstance(lim, Imm) and lim.value % VERSION == 0)
+        or (isinstance(lim, Reg) and lim.name in regs)
+        for lim in acc.bounds[-1]
+    )
 
 
 def _ekey(e):
@@ -668,6 +794,8 @@ def tile_statement(lw, s) -> None:
     target_acc = None
     if tile is None or tile.place == "shared":
         target_acc = tile.access() if tile is not None else memory.resolve(lw, target)
+        if tile is None:
+            sw.note_width(target, target_acc)
     sw.note_reads()
     key = ("sweep", shape, vec)
     if target_acc is not None and target_acc.space == "shared":
@@ -700,8 +828,8 @@ def tile_statement(lw, s) -> None:
         for p in replicated_points(lw, shape):
             commit(p, evaluate(p))
         return
-    run(lw, shape, vec, evaluate, commit, unroll_any=tile is not None and tile.place == "registers"
-        or _reads_registers(lw, value))  # fmt: skip
+    unroll_any = tile is not None and tile.place == "registers" or _reads_registers(lw, value)
+    versioned(lw, sw, lambda: run(lw, shape, vec, evaluate, commit, unroll_any=unroll_any))
 
 
 def _reads_registers(lw, e) -> bool:

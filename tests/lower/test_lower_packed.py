@@ -125,8 +125,9 @@ def norm_arrays(name, m, n):
 def test_norm_benchmarks_agree_with_the_tile_interpreter(name, block, n):
     hk, k = lowered_benchmark(name, block)
     # Rows of X and Y start at row * N, N dynamic: only a multiple of 4 elements (8
-    # bytes) is provable, and the sweeps sharing X's register tile keep its width.
-    assert {(i.attr("vec"), i.attr("type")) for i in ops(k, "ld", space="global")} == {(4, "b16")}
+    # bytes) is provable, so their sweeps are versioned on N % 8 (16 bytes, or 8).
+    loads = {(i.attr("vec"), i.attr("type")) for i in ops(k, "ld", space="global")}
+    assert {(4, "b16"), (4, "b32")} <= loads
     m = 3
     ref, got = run_both(hk, k, (m,), norm_arrays(name, m, n), {"eps": np.float32(1e-5)})
     diff = np.abs(ref["Y"].astype(np.float32) - got["Y"].astype(np.float32))

@@ -1,0 +1,107 @@
+"""`phobos-compile --check-races`: clean on the kernels that lower, a seeded race (the
+barriers of the lowered softmax removed) reported at the user's line, faults too."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from phobos import build, races
+from phobos.lower import lir
+from phobos.sema.check import check_kernel
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "benchmarks" / "kernels.py"
+
+
+@pytest.fixture(autouse=True)
+def no_dump(monkeypatch):
+    monkeypatch.delenv("PHOBOS_DUMP", raising=False)
+
+
+@pytest.mark.parametrize(
+    "path", ["examples/saxpy.ph", "examples/saxpy.py", "benchmarks/kernels.py"]
+)
+def test_the_kernels_that_lower_are_race_free(compile_cli, path):
+    ran = compile_cli([str(ROOT / path), "--check-races", "--all-variants", "--emit", "lir"])
+    assert ran.status == 0, ran.err
+    assert ran.err == ""
+
+
+def test_check_races_runs_the_lowering_whatever_is_emitted(compile_cli, tmp_path):
+    src = tmp_path / "f.ph"
+    src.write_text(
+        "kernel k(x: tensor<f32>[N]) {\n"
+        "  let i = ctx.block.x * ctx.threads + ctx.thread\n"
+        "  x[i] = 2.0 * x[i]\n"
+        "}\n"
+    )
+    assert compile_cli([str(src), "--emit", "ph"]).status == 0
+    ran = compile_cli([str(src), "--emit", "ph", "--check-races"])
+    assert ran.status == 1
+    assert "error[E0910]: `k` faulted in the race check's run" in ran.err
+    assert f"{src}:3:3" in ran.err and "past the end of `x`" in ran.err
+    assert ran.out == ""
+
+
+def test_a_fault_is_reported_at_the_python_line_through_origin(compile_cli, tmp_path):
+    py = tmp_path / "k.py"
+    py.write_text(
+        "import phobos.lang as ph\n"
+        "\n"
+        "\n"
+        "@ph.kernel\n"
+        "def k(x: ph.tensor[ph.f32][N]):\n"
+        "    i: ph.let = ph.ctx.block.x * ph.ctx.threads + ph.ctx.thread\n"
+        "    x[i] = 2.0 * x[i]\n"
+    )
+    ph = tmp_path / "k.ph"
+    assert compile_cli([str(py), "--emit", "ph", "-o", str(ph)]).status == 0
+    ran = compile_cli([str(ph), "--origin", f"{ph}.map", "--check-races", "--emit", "lir"])
+    assert ran.status == 1
+    assert f"{py}:7:5" in ran.err, ran.err
+
+
+def test_a_kernel_not_lowered_is_reported_and_skipped(compile_cli):
+    ran = compile_cli([str(ROOT / "examples" / "sgemm.ph"), "--check-races", "--emit", "lir"])
+    assert ran.status == 1
+    assert "E0500" in ran.err and "E0909" not in ran.err and "E0910" not in ran.err
+
+
+def _without_barriers(block: lir.Block) -> lir.Block:
+    items = []
+    for item in block.items:
+        if isinstance(item, lir.Inst) and item.op == "bar":
+            continue
+        inner = {
+            name: _without_barriers(getattr(item, name))
+            for name in ("then", "orelse", "body")
+            if isinstance(getattr(item, name, None), lir.Block)
+        }
+        items.append(dataclasses.replace(item, **inner) if inner else item)
+    return dataclasses.replace(block, items=tuple(items))
+
+
+def test_a_seeded_race_is_found_at_the_users_line():
+    from benchmarks import kernels
+
+    checked = check_kernel(kernels.softmax_rows.program, "softmax_rows")[0]
+    lowered = build.lower(checked)
+    assert races.check_races(checked, lowered) == []
+    seeded = dataclasses.replace(lowered, body=_without_barriers(lowered.body))
+    assert "bar" in lir.print_kernel(lowered) and " bar" not in lir.print_kernel(seeded)
+    found = races.check_races(checked, seeded)
+    assert found and all(d.code == "E0909" for d in found)
+    source = KERNELS.read_text().splitlines()
+    lines = set()
+    for diag in found:
+        span = diag.primary.span
+        assert span.source.name.endswith("kernels.py")
+        line, _ = span.source.line_col(span.start)
+        lines.add(line)
+        assert diag.secondary, diag
+        assert "data race" in diag.message and diag.help
+    # The reductions exchange partial results through shared memory.
+    assert {source[n - 1].split("=")[-1].strip() for n in lines} >= {"ph.rowmax(x)"}
