@@ -18,8 +18,8 @@ def vector_add(x: ph.tensor[ph.f32][N], y: ph.tensor[ph.f32][N], out: ph.tensor[
 
 
 @ph.kernel
-@ph.autotune(BLOCK=[1024, 2048, 4096, 8192, 16384])
-@ph.launch(256)
+@ph.autotune(BLOCK=[1024, 2048, 4096, 8192, 16384], T=[256, 128, 512])
+@ph.launch("T")
 def softmax_rows(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N]):
     row: ph.let = ph.ctx.block.x
     x: ph.var[ph.tile[ph.f32][1, BLOCK]] = X[row, 0:+BLOCK]
@@ -31,8 +31,8 @@ def softmax_rows(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N]):
 
 
 @ph.kernel
-@ph.autotune(BLOCK=[1024, 2048, 4096, 8192])
-@ph.launch(256)
+@ph.autotune(BLOCK=[1024, 2048, 4096, 8192], T=[256, 128, 512])
+@ph.launch("T")
 def layer_norm(
     X: ph.tensor[ph.f16][M, N],
     Y: ph.tensor[ph.f16][M, N],
@@ -52,8 +52,8 @@ def layer_norm(
 
 
 @ph.kernel
-@ph.autotune(BLOCK=[1024, 2048, 4096, 8192])
-@ph.launch(256)
+@ph.autotune(BLOCK=[1024, 2048, 4096, 8192], T=[256, 128, 512])
+@ph.launch("T")
 def rms_norm(
     X: ph.tensor[ph.f16][M, N],
     Y: ph.tensor[ph.f16][M, N],

@@ -18,7 +18,9 @@ report with exit status 101.
 
 The unit's options say how: `chip` (the PTX target, default `sm_90`), `all_variants`
 (every variant of each kernel's `@autotune` space instead of each first choice; the
-entries are then named per variant, `saxpy__BLOCK_16`) and `check_races` (run each
+entries are then named per variant, `saxpy__BLOCK_16`, and a variant that fails to
+lower or races is left out with a warning while another of its kernel compiles) and
+`check_races` (run each
 lowered kernel in the threads interpreter on small random inputs and report every
 shared-memory race and fault, `phobos.races`).
 
@@ -141,22 +143,71 @@ def _dump_hir(kernels) -> str:
 
 
 def _lower(kernels, unit: Unit):
+    """Lower every checked kernel (and check its races under `check_races`).
+
+    With `all_variants`, a variant that fails (a lowering error, a race) is left out
+    with a warning naming it, its own diagnostics as notes, as long as another variant
+    of its kernel compiles (`_leave_out`); a kernel none of whose variants compiles
+    reports their errors as errors.
+    """
     from phobos import build
 
     unit.lowered = []
+    failed: dict[int, list[Diagnostic]] = {}  # id(checked) -> its errors
     for checked in kernels:
         entry = build.variant_entry(checked) if unit.options.all_variants else None
         try:
             unit.lowered.append((checked, build.lower(checked, entry), None))
         except CompileError as exc:
-            # Every variant of a kernel tends to fail alike: say each thing once.
-            unit.diagnostics.extend(d for d in exc.diagnostics if d not in unit.diagnostics)
+            failed[id(checked)] = list(exc.diagnostics)
     if unit.options.check_races:
         from phobos.races import check_races
 
         for checked, lowered, _ in unit.lowered:
-            unit.diagnostics.extend(check_races(checked, lowered))
+            diags = check_races(checked, lowered)
+            if unit.options.all_variants and any(d.severity == "error" for d in diags):
+                failed.setdefault(id(checked), []).extend(diags)
+            else:
+                unit.diagnostics.extend(diags)
+    if unit.options.all_variants:
+        _leave_out(kernels, failed, unit)
+    else:
+        for diags in failed.values():
+            unit.diagnostics.extend(d for d in diags if d not in unit.diagnostics)
     return [lowered for _, lowered, _ in unit.lowered]
+
+
+def _leave_out(kernels, failed: dict, unit: Unit) -> None:
+    """Under `--all-variants`: drop the failed variants of each kernel that has another,
+    each with a warning; a kernel with none left keeps its errors (said once each)."""
+    from phobos import build
+
+    names = {k.name for k in kernels}
+    for name in sorted(names):
+        variants = [k for k in kernels if k.name == name]
+        bad = [k for k in variants if id(k) in failed]
+        if not bad:
+            continue
+        if len(bad) == len(variants):
+            for k in bad:
+                # Every variant of a kernel tends to fail alike: say each thing once.
+                unit.diagnostics.extend(d for d in failed[id(k)] if d not in unit.diagnostics)
+            continue
+        for k in bad:
+            errors = [d for d in failed[id(k)] if d.severity == "error"]
+            first = errors[0] if errors else failed[id(k)][0]
+            notes = [f"{d.severity}{f'[{d.code}]' if d.code else ''}: {d.message}" for d in errors]
+            notes += [n for d in errors for n in d.notes]
+            unit.diagnostics.append(
+                Diagnostic.warning(
+                    None,
+                    f"variant {build.variant_key(k)} of `{name}` is left out: {first.message}",
+                    first.primary,
+                    notes=notes,
+                    help=first.help,
+                )
+            )
+        unit.lowered = [t for t in unit.lowered if id(t[0]) not in failed]
 
 
 def _print_lir(kernels) -> str:

@@ -54,3 +54,25 @@ def test_rms_norm(rng):
     x64 = x.astype(np.float64)
     ref = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-5) * w
     np.testing.assert_allclose(y.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+
+
+ROW_KERNELS = [kernels.softmax_rows, kernels.layer_norm, kernels.rms_norm]
+
+
+@pytest.mark.parametrize("kernel", ROW_KERNELS, ids=lambda k: k.name)
+def test_row_kernels_search_their_cta_size(kernel):
+    # benchmarks/run.py times each T of this list: each variant compiles for its own CTA size
+    assert kernel.checked().attrs.autotune["T"] == (256, 128, 512)
+    for t in (256, 128, 512):
+        built = kernel.compile(variant={"BLOCK": 1024, "T": t})
+        assert built.hir.threads == built.lir.threads == built.contract.threads == t
+        assert f".maxntid {t}, 1, 1" in built.ptx
+
+
+@pytest.mark.parametrize("t", [128, 512])
+def test_softmax_rows_at_another_cta_size(rng, t):
+    x = rng.standard_normal((M, N), dtype=np.float32) * 4
+    y = np.full_like(x, np.nan)
+    kernels.softmax_rows.variant(T=t)[(M,)](x, y)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-7)

@@ -6,7 +6,9 @@
 
 `-o K.ptx` (with `--emit ptx`, or with no `--emit` and the `.ptx` suffix) writes the
 PTX and, beside it, `K.json`, the launch contract. Compiling needs no GPU: `--chip`
-names the target.
+names the target. With `--all-variants`, a variant that fails (a lowering error, a
+race under `--check-races`) is a warning naming it and is left out of the PTX and the
+contract; it is an error only when no variant of its kernel is left.
 
 Exit status: 0 compiled, 1 the program has errors (diagnostics on stderr), 2 the
 command line is wrong (unknown flag, unreadable file, unknown suffix, bad span map),

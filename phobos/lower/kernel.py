@@ -87,6 +87,7 @@ class Lowering:
         self.divs: dict[hir.Sym, int] = {}
         self.var_regs: set[str] = set()  # registers that belong to a `var`
         self.memo: dict = {}
+        self.whole_tiles: dict = {}  # loop Sym -> (extent register, step): `phobos.lower.loopsplit`
         variant = dict(k.variant)
         aligned = getattr(k.attrs, "aligned", None) or {}
         self.aligned = {
@@ -445,9 +446,12 @@ class Lowering:
         b.add(lir.If(cond, then.block, orelse, span=s.span))
 
     def s_For(self, s: hir.For) -> None:
+        from phobos.lower.loopsplit import lower_split
         from phobos.lower.unroll import lower_unrolled
 
         if s.unroll and s.unroll > 1 and lower_unrolled(self, s):
+            return
+        if lower_split(self, s):
             return
         b, t = self.b, REG[elem_of(s.var.type)]
         lo, hi = self.value(s.lo), self.value(s.hi)

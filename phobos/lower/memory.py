@@ -147,7 +147,9 @@ def slice_of(lw, parent: Access, e: hir.Slice) -> Access:
             continue
         ext = extent if isinstance(extent, int) else lw.dim_value(extent)
         # The parent's own end, unless this slice provably stays inside it.
-        if not _inside(s, extent, p_extent):
+        if not _inside(s, extent, p_extent) and not proven_inside(
+            lw, sub, parent.starts[a], p_extent
+        ):
             limits.append(iadd(b, idx, parent.starts[a], p_extent))
         starts.append(start)
         bounds.append(tuple(limits))
@@ -156,6 +158,12 @@ def slice_of(lw, parent: Access, e: hir.Slice) -> Access:
     acc = Access(parent.space, parent.base, parent.elem, tuple(starts), tuple(bounds),
                  tuple(shape), parent.pitches, tuple(divs), parent.buffer)  # fmt: skip
     return lw.drop_proven_bounds(acc)
+
+
+def proven_inside(lw, sub, parent_start, parent_extent) -> bool:
+    from phobos.lower.loopsplit import proven_inside as inside
+
+    return inside(lw, sub, parent_start, parent_extent)
 
 
 def isub_extent(lw, extent, s):

@@ -14,6 +14,13 @@ a register tile's sweeps share one width (the narrowest of them). A sweep whose
 tensor slices all hold 16-bit floats may take 8 elements a vector (one 16-byte
 access of four 32-bit words); any other stays at 4 at most.
 
+Under `@padstage`, a shared staging tile (`var t = <tensor slice>`, two axes or more)
+whose rows are a multiple of 128 bytes gets 16 bytes more a row (`PAD`: 128 f32 ->
+a row pitch of 132 elements, 64 f16 -> 72), so that the same column of successive rows
+falls in other banks; its rows still start 16-byte aligned, so vector accesses keep
+their width. A tile read through `flat` (which views its bytes as one row) and any
+other tile keep the row pitch of their extent.
+
 `normalize` first moves each row reduction nested in an expression into a
 temporary tile of its own, so a sweep only ever evaluates elementwise expressions;
 likewise a nested `cumsum`, `transpose`, `gather` or `tril`, and every `flat(t)` is
@@ -47,6 +54,8 @@ ELEMENTWISE = frozenset({
     "f16", "bf16", "f32", "f64", "i8", "i32", "i64", "u8", "u16", "u32",
 })  # fmt: skip
 MAX_TILE_REGS = 64  # SPEC.md (@registers): at most 64 elements a thread
+PAD = 16  # bytes `@padstage` adds to a staging tile's row (SPEC.md "Attributes")
+PAD_PERIOD = 128  # ... whose row pitch is a multiple of this many bytes (32 banks of 4)
 _temp_ids = itertools.count(1)
 
 
@@ -62,10 +71,21 @@ class Tile:
     reason: str = ""
     buffer: SharedBuffer | None = None
     regs: list | None = None
+    pitch: int | None = None  # the row pitch in elements where padded (`@padstage`)
 
     @property
     def size(self) -> int:
         return prod(self.shape)
+
+    @property
+    def row_pitch(self) -> int:
+        """Elements from one row to the next: the last extent, or the padded pitch."""
+        return self.pitch or self.shape[-1]
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the tile takes in shared memory (its padding included)."""
+        return prod(self.shape[:-1]) * self.row_pitch * BYTES[self.elem]
 
     def layout(self, threads: int) -> Sweep:
         return Sweep(self.shape, threads, self.vec)
@@ -73,8 +93,11 @@ class Tile:
     def access(self):
         from phobos.lower.memory import BIG, Access
 
-        pitches = tuple(prod(self.shape[a + 1 :]) for a in range(len(self.shape)))
         rank = len(self.shape)
+        pitches = tuple(
+            1 if a == rank - 1 else self.row_pitch * prod(self.shape[a + 1 : -1])
+            for a in range(rank)
+        )
         return Access("shared", Imm(self.buffer.offset, "u32"), self.elem,
                       tuple(Imm(0, "s32") for _ in range(rank)), tuple(() for _ in range(rank)),
                       self.shape, pitches, tuple(BIG for _ in range(rank)), self.buffer)  # fmt: skip
@@ -191,6 +214,8 @@ class _Planner:
         self.reductions: list = []
         self.cta_folds = False
         self.staged: list = []  # (node, statement number): ops that may stage (`shape`)
+        self.staging: set = set()  # tiles declared `var t = <tensor slice>` (`@padstage`)
+        self.flat_read: set = set()  # tiles read through `flat`: their bytes are one row
 
     # -- walking -------------------------------------------------------------
 
@@ -233,12 +258,15 @@ class _Planner:
                 self.view_uses(s.value)
                 if shape_ops.is_flat(s.value):
                     self.mark_other(s.value.args[0].sym, "`flat` views its bytes")
+                    self.flat_read.add(s.value.args[0].sym)
                 return
             if any(isinstance(d, hir.Dyn) for d in s.sym.type.dims):
                 raise _dynamic(s.sym.type.dims, s.span)
             self.tiles[s.sym] = (tuple(s.sym.type.dims), s.sym.type.elem.name)
             self.decl_order.append(s.sym)
             self.spans[s.sym] = (self.n, self.n)
+            if isinstance(s, hir.VarDecl) and self._tensor_slice(s.value):
+                self.staging.add(s.sym)
             if s.value is not None:
                 self.assignment(s, s.sym, s.sym.type.dims, s.value, "=")
             return
@@ -284,6 +312,26 @@ class _Planner:
             return
         if isinstance(s, hir.Block):
             self.block(s)
+
+    def _tensor_slice(self, e) -> bool:
+        """Whether `e` is a slice of a tensor (or of a `let` view of one)."""
+        if not isinstance(e, hir.Slice):
+            return False
+        while isinstance(e, hir.Slice) or (isinstance(e, hir.Ref) and e.sym in self.lets):
+            e = e.base if isinstance(e, hir.Slice) else self.lets[e.sym]
+        return isinstance(e, hir.Ref) and isinstance(e.sym.type, hir.TensorT)
+
+    def pad(self, sym, shape, elem) -> int | None:
+        """The padded row pitch `@padstage` gives the shared tile `sym`, or None."""
+        if not getattr(self.lw.k.attrs, "padstage", False):
+            return None
+        row = shape[-1] * BYTES[elem] if len(shape) >= 2 else 0
+        if sym not in self.staging or sym in self.flat_read or not row or row % PAD_PERIOD:
+            return None
+        pitch = shape[-1] + PAD // BYTES[elem]
+        log.debug("@padstage: staging tile `%s` rows of %d bytes padded to a pitch of %d "
+                  "elements", sym.name, row, pitch)  # fmt: skip
+        return pitch
 
     def loop(self, body):
         start = self.n
@@ -481,8 +529,9 @@ class _Planner:
             plan.tiles[sym] = tile
             log.debug("tile `%s` %s: %s (vector width %d)", sym.name, place, reason, vec)
             if place == "shared":
+                tile.pitch = self.pad(sym, shape, elem)
                 first, last = self.spans.get(sym, (0, 0))
-                requests.append((sym, prod(shape) * BYTES[elem], first, last))
+                requests.append((sym, tile.nbytes, first, last))
         for sw_id, sw in self.sweeps.items():
             plan.vec[sw_id] = sw.vec
         names = [(f"tile_{s.name}_{i}", size, f, la) for i, (s, size, f, la) in enumerate(requests)]

@@ -31,6 +31,9 @@ The rules, by attribute (each a row of `_CHECKS`):
    `@autotune` name.
 3. `@launch(threads[, min_blocks[, max_regs]])`: integer literals, threads in
    1..1024 (`.maxntid`), min_blocks at least 1, max_regs in 16..255 (`.maxnreg`).
+   threads may instead be an `@autotune` name, `@launch(T)`, so the CTA size is
+   searched like a tile size: each variant gets its own, checked against 1..1024
+   when the variant is (`Launch.resolve`). Any other name is refused (E0216).
 4. `@tensorcore`, `@tensorcore(sync)`, `@tensorcore(wmma)`.
 5. `@registers(t, ..)`: one or more names, each a `var` of the kernel.
 6. `@pipeline`, `@padstage`, `@dynshared`, `@persistent`: no arguments.
@@ -67,6 +70,7 @@ E_ALIGN_TILE = "E0212"  # @aligned to something that is not a positive int or @a
 E_LAUNCH_RANGE = "E0213"  # @launch threads, min_blocks or max_regs out of range
 E_TC_PATH = "E0214"  # @tensorcore(x) with x not `sync` or `wmma`
 E_REGISTER = "E0215"  # @registers(t) with no `var t` in the kernel
+E_LAUNCH_NAME = "E0216"  # @launch(T) with T not an @autotune dimension
 
 # SPEC.md "Attributes" and PTX's limits: .maxntid at most 1024 threads per CTA,
 # .maxnreg in 16..255 (the spec's range for max_regs).
@@ -82,18 +86,32 @@ FLAGS = ("pipeline", "padstage", "dynshared", "persistent")
 class Launch:
     """`@launch(threads, min_blocks, max_regs)`; a kernel without one gets `Launch()`.
 
+    `threads` is a number, or the name of the `@autotune` dimension that gives it in
+    each variant (`@launch(T)`); `resolve` reads it in one variant.
+
     >>> Launch().threads, Launch(96).warps, Launch(100).warps
     (256, 3, None)
+    >>> Launch("T").resolve({"BLOCK": 1024, "T": 128}), Launch("T").warps
+    (Launch(threads=128, min_blocks=None, max_regs=None), None)
     """
 
-    threads: int = DEFAULT_THREADS
+    threads: int | str = DEFAULT_THREADS
     min_blocks: int | None = None
     max_regs: int | None = None
 
     @property
     def warps(self) -> int | None:
-        """`ctx.warps`, or None when the CTA is not a whole number of warps."""
-        return self.threads // LANES if self.threads % LANES == 0 else None
+        """`ctx.warps`, or None when the CTA is not a whole number of warps (or not
+        known before a variant is chosen)."""
+        t = self.threads
+        return t // LANES if isinstance(t, int) and t % LANES == 0 else None
+
+    def resolve(self, variant: dict[str, int]) -> Launch:
+        """This launch in `variant`: threads a number. `KeyError` if the variant
+        gives no value to the name."""
+        if isinstance(self.threads, str):
+            return Launch(variant[self.threads], self.min_blocks, self.max_regs)
+        return self
 
 
 @dataclass(frozen=True)
@@ -219,6 +237,7 @@ class _Checker:
         self.diags: list[Diagnostic] = []
         self.out: dict = {"spans": {}, "dim_spans": {}}
         self.params = {p.name.id: p for p in kernel.params}
+        self.named: set[str] = set()  # every search dimension named, refused or not
 
     def error(self, code: str, message: str, span: Span, label: str = "", **kw) -> None:
         self.diags.append(Diagnostic.error(code, message, Label(span, label), **kw))
@@ -313,6 +332,7 @@ class _Checker:
                 )
                 continue
             first[dim_name] = dim
+            self.named.add(dim_name)
             param = self.params.get(dim_name)
             if param is not None:
                 self.error(
@@ -516,37 +536,73 @@ class _Checker:
                 help="remove the extra arguments",
             )
         args = self.args_of(attr, ast.PositionalArg, "integer literals", example)
-        ints = [a for a in args if self.launch_int(attr, a)]
-        if len(ints) != len(given):
+        read = [
+            self.launch_value(attr, a, i)
+            for i, a in enumerate(given)
+            if isinstance(a, ast.PositionalArg)
+        ]
+        if len(read) != len(given) or None in read:
             return
-        values: dict[str, int] = {}
-        for arg, (name, lo, hi) in zip(ints, _LAUNCH_RANGES, strict=False):
-            v = arg.value.value
-            if lo <= v and (hi is None or v <= hi):
-                values[name] = v
+        values: dict[str, int | str] = {}
+        for arg, v, (name, lo, hi) in zip(args, read, _LAUNCH_RANGES, strict=False):
+            if isinstance(v, str) or lo <= v and (hi is None or v <= hi):
+                values[name] = v  # a name's values are checked in each variant
                 continue
-            bound = f"at least {lo}" if hi is None else f"from {lo} to {hi}"
             self.error(
                 E_LAUNCH_RANGE,
-                f"{at} {name} must be {bound}, found {v}",
+                f"{at} {name} must be {_bound(lo, hi)}, found {v}",
                 arg.span,
                 "out of range",
                 notes=[_LAUNCH_NOTES[name]],
             )
-        if len(values) == min(len(ints), 3):
+        if len(values) == min(len(read), 3):
             self.out["launch"] = Launch(**values)
 
-    def launch_int(self, attr: ast.Attribute, arg: ast.PositionalArg) -> bool:
-        if isinstance(arg.value, ast.Int):
-            return True
+    def launch_value(self, attr: ast.Attribute, arg, index: int) -> int | str | None:
+        """An argument of `@launch`: an int, an `@autotune` name (threads only), or
+        None after reporting why it is neither."""
+        value = arg.value
+        if isinstance(value, ast.Int):
+            return value.value
+        at = _at("launch", attr.span)
+        tunable = self.out.get("autotune", {})
+        if isinstance(value, ast.Name) and index == 0:
+            if value.id in tunable:
+                return value.id
+            if value.id in self.named and value.id not in self.out.get("cluster", {}):
+                return None  # a search dimension refused already: say nothing more
+            autotune = _at("autotune", attr.span)
+            cluster = value.id in self.out.get("cluster", {})
+            dim = _dim_text(value.id, [256, 128, 512], attr.span)
+            if cluster:
+                advice = f"a {_at('cluster', attr.span)} dimension sizes the cluster, not the CTA"
+                advice += f"; write a number such as {at[:-1]}(256)`"
+            else:
+                advice = f"write a number such as {at[:-1]}(256)`, or search it: add {dim} to"
+                advice += f" {autotune}"
+            self.error(
+                E_LAUNCH_NAME,
+                f"`{value.id}` is not an {autotune} dimension",
+                value.span,
+                f"a {_at('cluster', attr.span)} dimension" if cluster else "not a CTA size",
+                notes=[
+                    f"threads is a number, or a name {autotune} searches (a CTA size per variant)"
+                ],
+                help=_did_you_mean_word(value.id, tunable, attr.span) or advice,
+            )
+            return None
+        name_arg = isinstance(value, ast.Name)
         self.error(
             E_ARG_KIND,
-            f"{_at('launch', attr.span)} takes only integer literals",
+            f"{at} takes only integer literals",
             arg.span,
             f"{_describe(arg)} is not an integer",
-            help="threads, min_blocks and max_regs are written as numbers",
+            help=f"only threads may name an {_at('autotune', attr.span)} dimension; "
+            "min_blocks and max_regs are written as numbers"
+            if name_arg
+            else "threads, min_blocks and max_regs are written as numbers",
         )
-        return False
+        return None
 
     # -- @tensorcore -------------------------------------------------------------
 
@@ -644,6 +700,10 @@ class _Checker:
                 help=f"write {_at(name, attr.span)} alone",
             )
         self.out[name] = True
+
+
+def _bound(lo: int, hi: int | None) -> str:
+    return f"at least {lo}" if hi is None else f"from {lo} to {hi}"
 
 
 # `@launch`'s arguments in order: name, least, most (None: no upper bound).

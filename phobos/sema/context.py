@@ -10,6 +10,16 @@ attribute directly (two values a, b: a first; three or more: the first).
     >>> setup, diags = kernel_setup(p.items[0], None)
     >>> setup.variant, setup.threads, diags
     ({'T': 32}, 128, [])
+
+`@launch(T)` names an `@autotune` dimension: each variant's CTA size is its value of
+`T`, refused (E0213, at the attribute, naming the variant) outside 1..1024.
+
+    >>> p, _ = parse(SourceFile("k.ph", "@autotune(T in [128, 2048])\\n@launch(T)\\nkernel k() {}"))
+    >>> kernel_setup(p.items[0], {"T": 128})[0].threads
+    128
+    >>> setup, diags = kernel_setup(p.items[0], {"T": 2048})
+    >>> diags[0].code, diags[0].message
+    ('E0213', '`@launch` threads must be from 1 to 1024, but the variant `T=2048` gives `T` = 2048')
 """
 
 from __future__ import annotations
@@ -19,6 +29,8 @@ from typing import Any
 
 from phobos.diagnostics.diagnostic import Diagnostic, Label
 from phobos.syntax import ast
+
+MAX_THREADS = 1024  # PTX `.maxntid`; as phobos.sema.attributes.MAX_THREADS
 
 
 @dataclass
@@ -48,12 +60,51 @@ def _choices_from_ast(kernel: ast.Kernel) -> dict[str, list[int]]:
     return out
 
 
-def _threads_from_ast(kernel: ast.Kernel) -> int:
+def _launch_arg(kernel: ast.Kernel) -> ast.PositionalArg | None:
+    """The threads argument of the kernel's `@launch`, if it has one."""
     for attr in kernel.attrs:
         if attr.name.id == "launch" and attr.args:
             first = attr.args[0]
-            if isinstance(first, ast.PositionalArg) and isinstance(first.value, ast.Int):
-                return first.value.value
+            if isinstance(first, ast.PositionalArg):
+                return first
+    return None
+
+
+def _threads_from_ast(kernel: ast.Kernel) -> int | str:
+    first = _launch_arg(kernel)
+    if first is not None and isinstance(first.value, (ast.Int, ast.Name)):
+        return first.value.value if isinstance(first.value, ast.Int) else first.value.id
+    return 256
+
+
+def _variant_threads(kernel, attrs, name: str, chosen: dict[str, int], diags) -> int:
+    """The CTA size `@launch(name)` gives in the variant `chosen`; out of 1..1024, an
+    error at the attribute naming the variant (and 256 to go on with)."""
+    threads = chosen.get(name, 256)
+    if 1 <= threads <= MAX_THREADS:
+        return threads
+    arg = _launch_arg(kernel)
+    span = arg.span if arg is not None else kernel.name.span
+    py = span.source.name.endswith(".py")
+    at = "`@ph.launch`" if py else "`@launch`"
+    variant = ", ".join(f"{k}={v}" for k, v in chosen.items())
+    dim_span = (getattr(attrs, "dim_spans", None) or {}).get(name)
+    searched = threads in ((getattr(attrs, "autotune", None) or {}).get(name) or ())
+    diags.append(
+        Diagnostic.error(
+            "E0213",
+            f"{at} threads must be from 1 to {MAX_THREADS}, but the variant `{variant}` "
+            f"gives `{name}` = {threads}",
+            Label(span, f"{threads} threads in this variant"),
+            secondary=[Label(dim_span, f"`{name}` searches {threads}")]
+            if dim_span and searched
+            else [],
+            notes=[f"a CTA holds at most {MAX_THREADS} threads (PTX `.maxntid`)"],
+            help=f"drop {threads} from `{name}`'s values"
+            if searched
+            else f"choose a variant whose `{name}` is from 1 to {MAX_THREADS}",
+        )
+    )
     return 256
 
 
@@ -78,7 +129,7 @@ def kernel_setup(kernel: ast.Kernel, variant: dict[str, int] | None):
             choices = {k: list(v) for k, v in autotune.items()}
         launch = getattr(attrs, "launch", None)
         t = getattr(launch, "threads", None) if launch is not None else None
-        if isinstance(t, int):
+        if isinstance(t, (int, str)):
             threads = t
     if choices is None:
         choices = _choices_from_ast(kernel)
@@ -101,4 +152,6 @@ def kernel_setup(kernel: ast.Kernel, variant: dict[str, int] | None):
                         Label(kernel.name.span, "this kernel"),
                     )
                 )
+    if isinstance(threads, str):  # `@launch(T)`: this variant's value of T
+        threads = _variant_threads(kernel, attrs, threads, chosen, diags)
     return Setup(chosen, threads, tensorcore, attrs, choices), diags

@@ -27,7 +27,13 @@ def no_dump(monkeypatch):
 def test_the_kernels_that_lower_are_race_free(compile_cli, path):
     ran = compile_cli([str(ROOT / path), "--check-races", "--all-variants", "--emit", "lir"])
     assert ran.status == 0, ran.err
-    assert ran.err == ""
+    # A variant over the chip's shared memory is left out with a warning, no more.
+    heads = [
+        ln
+        for ln in ran.err.splitlines()
+        if ln.startswith(("warning:", "error")) and "emitted" not in ln
+    ]
+    assert all("is left out: the kernel's tiles need" in ln for ln in heads), ran.err
 
 
 def test_check_races_runs_the_lowering_whatever_is_emitted(compile_cli, tmp_path):

@@ -168,5 +168,5 @@ def test_phobos_log_debug_says_why_with_the_kernel_and_line():
     for line in lines:
         assert re.match(r"phobos\.lower: \w+(\[[\w=,]+\])? \S*kernels\.py:\d+: ", line), line
     text = "\n".join(lines)
-    assert re.search(r"softmax_rows\[BLOCK=1024\] \S*kernels\.py:27: .*rowmax", text), text
+    assert re.search(r"softmax_rows\[BLOCK=1024,T=256\] \S*kernels\.py:27: .*rowmax", text), text
     assert "vector width" in text and "tile `x`" in text

@@ -382,10 +382,16 @@ CASES = {
         "@ph.launch(256, 1, 64, 1)  # <-\ndef k():\n    pass",
     ),
     "launch_name": (
-        "E0203",
-        "`@launch` takes only integer literals",
+        "E0216",
+        "`THREADS` is not an `@autotune` dimension",
         "@launch(THREADS)  // <-\nkernel k() { }",
         '@ph.launch("THREADS")  # <-\ndef k():\n    pass',
+    ),
+    "launch_min_blocks_name": (
+        "E0203",
+        "`@launch` takes only integer literals",
+        "@autotune(T in [128, 256])\n@launch(128, T)  // <-\nkernel k() { }",
+        '@ph.autotune(T=[128, 256])\n@ph.launch(128, "T")  # <-\ndef k():\n    pass',
     ),
     "launch_bool": (
         "E0203",
@@ -519,7 +525,7 @@ def test_refused(code, fragment, spelling, text):
 
 def test_every_code_is_explained():
     used = {code for code, *_ in CASES.values()}
-    assert used == {f"E02{n:02d}" for n in range(16)}
+    assert used == {f"E02{n:02d}" for n in range(17)}
     assert used <= set(codes.known_codes())
 
 
