@@ -8,11 +8,21 @@ The tracker records, since the last barrier, which shared buffers each op touche
 through which *layout* (which thread touches which byte: a hashable key, equal for two
 sweeps of one shape at one vector width). An access that meets bytes another layout
 wrote, or writes bytes another layout read, gets a `bar.sync 0` first. A thread's own
-point accesses (`t[i, j]`) are not tracked: SPEC.md leaves those to `barrier()`.
+point accesses (`t[i, j]`, layout None) are tracked as accesses by some thread: a
+point read of bytes a sweep wrote, or a tile taking bytes a dead tile's point reads
+read (`phobos.lower.alloc` reuses bytes by liveness), gets a barrier between.
 
 Loops: the first access in a loop body that may meet the previous iteration's gets a
 barrier (the body is entered with every buffer marked as touched by an unknown
 layout); after the loop, what the body left pending stays pending.
+
+Uniformity: a barrier must be reached by every thread, so it is never emitted under
+varying control (an `if` or a loop whose condition or bounds differ between threads,
+or the rest of a loop or kernel after a `break`, `continue` or `return` under one).
+There the tracker hoists it to the *anchor*, the nearest point of uniform control
+before the divergent region, which orders everything pending from before that point.
+An access that meets only another access made inside the divergent region gets no
+barrier: both are per-thread accesses, which SPEC.md leaves to the program.
 
     >>> class Lw:
     ...     from phobos.lower.builder import Builder
@@ -29,18 +39,46 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import NamedTuple
 
+from phobos.lower import lir
 from phobos.lower.lir import Imm
 
 log = logging.getLogger("phobos.lower")
 ANY = "*"  # a buffer or layout that stands for every one
 
 
+class Pending(NamedTuple):
+    """An access since the last barrier; `seq` orders it against anchors."""
+
+    buffer: object
+    kind: str
+    layout: object
+    seq: int
+
+
+@dataclass
+class Anchor:
+    """The point of uniform control before a divergent region: the open block and the
+    index a hoisted barrier goes at, and the `seq` of the first access after it."""
+
+    items: list
+    index: int
+    seq: int
+    hoisted: bool = False
+
+
 class Tracker:
     def __init__(self, lw):
         self.lw = lw
-        self.pending: list[tuple] = []  # (buffer, kind, layout) since the last barrier
+        self.pending: list[Pending] = []  # since the last barrier
         self.count = 0
+        self.seq = 0
+        self.anchor: Anchor | None = None  # set while under varying control
+        self.loops: list[tuple[Anchor, bool]] = []  # each open loop: its anchor, varying
+        self.sticky: list[int] = []  # loop depths whose rest a jump made divergent
+        self.ifs: list[tuple[Anchor, int]] = []  # each open `if`: its anchor, loop depth
 
     def _overlap(self, x, y) -> bool:
         if x == ANY or y == ANY:
@@ -53,22 +91,32 @@ class Tracker:
             return False
         return xo < yo + ys and yo < xo + xs
 
+    def _record(self, buffer, kind: str, layout) -> Pending:
+        self.seq += 1
+        return Pending(buffer, kind, layout, self.seq)
+
     def access(self, buffer, kind: str, layout) -> None:
         """Record an access of `buffer` (a SharedBuffer) by `layout`; insert a barrier first
         when it meets another layout's access since the last one."""
-        for other_buf, other_kind, other_layout in self.pending:
-            if "write" not in (kind, other_kind):
-                continue
-            if not self._overlap(buffer, other_buf):
-                continue
-            if layout is not None and layout == other_layout and other_buf is not ANY:
-                continue
+        met = [
+            p
+            for p in self.pending
+            if "write" in (kind, p.kind)
+            and self._overlap(buffer, p.buffer)
+            and not (layout is not None and layout == p.layout and p.buffer is not ANY)
+        ]
+        if met:
             name = getattr(buffer, "name", buffer)
             log.debug("barrier before a %s of `%s`: %s by another layout since the last one",
-                      kind, name, "written" if other_kind == "write" else "read")  # fmt: skip
-            self.barrier()
-            break
-        self.pending.append((buffer, kind, layout))
+                      kind, name, "written" if met[0].kind == "write" else "read")  # fmt: skip
+            if self.anchor is None:
+                self.barrier()
+            elif any(p.seq < self.anchor.seq for p in met):
+                self.hoist()
+            else:
+                log.debug("no barrier for `%s` under varying control: per-thread accesses "
+                          "inside one divergent region", name)  # fmt: skip
+        self.pending.append(self._record(buffer, kind, layout))
 
     def barrier(self, force: bool = False) -> None:
         """Emit `bar.sync 0` and forget what was pending."""
@@ -76,29 +124,98 @@ class Tracker:
         self.count += 1
         self.pending = []
 
+    def hoist(self) -> None:
+        """Under varying control: a barrier at the anchor (once), forgetting what was
+        pending from before it."""
+        a = self.anchor
+        if not a.hoisted:
+            a.items.insert(a.index, lir.inst("bar", (), (Imm(0, "u32"),), span=self.lw.b.span))
+            a.hoisted = True
+            self.count += 1
+            log.debug("barrier hoisted out of varying control")
+        self.pending = [p for p in self.pending if p.seq >= a.seq]
+
+    def _here(self) -> Anchor:
+        items = self.lw.b.stack[-1]
+        return Anchor(items, len(items), self.seq + 1)
+
     @contextmanager
-    def loop(self, body=None):
-        before = list(self.pending)
-        self.pending = before + [(ANY, "write", None)]
+    def divergent(self, varying: bool = True, anchor: Anchor | None = None):
+        """A region under varying control (nothing to do when `varying` is false or the
+        control is already varying); `anchor` defaults to here."""
+        if not varying or self.anchor is not None:
+            yield
+            return
+        self.anchor = anchor or self._here()
         try:
             yield
         finally:
-            self.pending = [p for p in self.pending if p[0] is not ANY] + before
+            self._converge()
+
+    def _converge(self) -> None:
+        a, self.anchor = self.anchor, None
+        if a is not None and a.hoisted:
+            self.pending = [p for p in self.pending if p.seq >= a.seq]
+
+    def jumped(self, kind: str, at: Anchor) -> None:
+        """A `break`, `continue` or `return` under varying control (in an `if` that
+        starts at `at`): the rest of its loop, or of the kernel, runs diverged. After a
+        `continue` the next turn converges again; after a `break` or `return` no later
+        turn of the loop is uniform, so the anchor moves before the loop (the outermost
+        one for `return`)."""
+        if self.anchor is not None or (kind != "return" and not self.loops):
+            return
+        outer = [a for a, depth in self.ifs if depth == len(self.loops)]
+        if kind == "continue":
+            anchor = outer[0] if outer else at  # dominates the rest of the turn
+        elif kind == "break":
+            anchor = self.loops[-1][0]
+        elif self.loops:
+            anchor = self.loops[0][0]
+        else:
+            anchor = outer[0] if outer else at
+        self.anchor = Anchor(anchor.items, anchor.index, anchor.seq)
+        self.sticky.append(len(self.loops) if kind != "return" else 0)
 
     @contextmanager
-    def branch(self):
-        before = list(self.pending)
-        arms: list[list] = []
+    def loop(self, body=None, varying: bool = False):
+        """A loop's body; `varying` when its bounds or condition differ between threads."""
+        here = self._here()
+        with self.divergent(varying, here):
+            before = list(self.pending)
+            self.pending = before + [self._record(ANY, "write", None)]
+            self.loops.append((here, varying))
+            depth = len(self.loops)
+            try:
+                yield
+            finally:
+                self.loops.pop()
+                if self.sticky and self.sticky[-1] == depth:
+                    self.sticky.pop()
+                    self._converge()
+                self.pending = [p for p in self.pending if p.buffer is not ANY] + [
+                    p for p in before if p not in self.pending
+                ]
 
-        def next_arm():
-            arms.append(self.pending)
-            self.pending = list(before)
+    @contextmanager
+    def branch(self, varying: bool = False):
+        """An `if`'s arms; `varying` when its condition differs between threads."""
+        here = self._here()
+        with self.divergent(varying, here):
+            self.ifs.append((here, len(self.loops)))
+            before = list(self.pending)
+            arms: list[list] = []
 
-        try:
-            yield next_arm
-        finally:
-            arms.append(self.pending)
-            merged = list(before)
-            for arm in arms:
-                merged += [p for p in arm if p not in merged]
-            self.pending = merged
+            def next_arm():
+                arms.append(self.pending)
+                self.pending = list(before)
+
+            try:
+                yield next_arm
+            finally:
+                self.ifs.pop()
+                arms.append(self.pending)
+                merged = list(before)
+                for arm in arms:
+                    merged += [p for p in arm if p not in merged]
+                self.pending = merged

@@ -434,7 +434,9 @@ class Lowering:
     def s_If(self, s: hir.If) -> None:
         b = self.b
         cond = scalars.materialize(b, self.value(s.cond), "bool")
-        with self.tracker.branch() as next_arm:
+        varying = s.cond.uni != hir.UNIFORM
+        at = self.tracker._here()
+        with self.tracker.branch(varying) as next_arm:
             with b.region() as then:
                 self.block(s.then)
             orelse = None
@@ -444,6 +446,9 @@ class Lowering:
                     self.block(s.orelse)
                 orelse = other.block
         b.add(lir.If(cond, then.block, orelse, span=s.span))
+        if varying:  # the rest of the loop (or kernel) after a jump runs diverged
+            for kind in _jumps(s.then, s.orelse):
+                self.tracker.jumped(kind, at)
 
     def s_For(self, s: hir.For) -> None:
         from phobos.lower.loopsplit import lower_split
@@ -461,14 +466,15 @@ class Lowering:
         step_div = self._divisor(s.step) if isinstance(s.step, hir.Expr) else int(s.step)
         self.divs[s.var] = gcd(self._divisor(s.lo), step_div)
         lo, hi, step = (_reg_or_imm(b, v, t) for v in (lo, hi, step))
-        with self.tracker.loop(s.body):
+        varying = max(s.lo.uni, s.hi.uni, getattr(s.step, "uni", hir.UNIFORM)) != hir.UNIFORM
+        with self.tracker.loop(s.body, varying):
             with b.region() as body:
                 self.block(s.body)
         b.add(lir.For(var, lo, hi, step, body.block, span=s.span))
 
     def s_While(self, s: hir.While) -> None:
         b = self.b
-        with self.tracker.loop(s.body):
+        with self.tracker.loop(s.body, s.cond.uni != hir.UNIFORM):
             with b.region() as body:
                 cond = scalars.materialize(b, self.value(s.cond), "bool")
                 b.add(lir.Break(cond, negated=True))
@@ -503,6 +509,31 @@ class Lowering:
 
     def elem_bytes(self, t: str) -> int:
         return BYTES[t]
+
+
+def _jumps(*blocks) -> list[str]:
+    """The jumps (`return`, `break`, `continue`, strongest first) in `blocks` that leave
+    them: a `break` or `continue` inside a nested loop stays in it."""
+    found: set[str] = set()
+
+    def walk(stmts, in_loop: bool) -> None:
+        for st in stmts:
+            if isinstance(st, hir.Return):
+                found.add("return")
+            elif isinstance(st, (hir.Break, hir.Continue)) and not in_loop:
+                found.add("break" if isinstance(st, hir.Break) else "continue")
+            elif isinstance(st, hir.If):
+                walk(st.then.stmts, in_loop)
+                walk(st.orelse.stmts if st.orelse is not None else (), in_loop)
+            elif isinstance(st, (hir.For, hir.While)):
+                walk(st.body.stmts, True)
+            elif isinstance(st, hir.Block):
+                walk(st.stmts, in_loop)
+
+    for blk in blocks:
+        if blk is not None:
+            walk(blk.stmts, False)
+    return [k for k in ("return", "break", "continue") if k in found]
 
 
 def _p2(n: int) -> int:

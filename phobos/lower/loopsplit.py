@@ -127,7 +127,7 @@ def lower_split(lw, s: hir.For) -> bool:
     lw.env[s.var] = var
     lw.whole_tiles[s.var] = (lw.dims[dim].name, step)
     try:
-        with lw.tracker.loop(s.body):
+        with lw.tracker.loop(s.body, _varying(s)):
             with b.region() as body:
                 lw.block(s.body)
     finally:
@@ -138,7 +138,7 @@ def lower_split(lw, s: hir.For) -> bool:
     if isinstance(start, Imm):
         start = b.copy(start, t, hint=s.var.name)
     cond = scalars.binary(b, "<", start, hi, et)
-    with lw.tracker.branch():
+    with lw.tracker.branch(_varying(s)):
         with b.region() as rest:
             lw.env[s.var] = start
             lw.block(s.body)
@@ -188,3 +188,8 @@ def proven_inside(lw, sub: hir.Sub, parent_start, parent_extent) -> bool:
 
 
 __all__ = ["lower_split", "proven_inside", "split_reason"]
+
+
+def _varying(s) -> bool:
+    """Whether the loop `s`'s bounds differ between threads (its body runs diverged)."""
+    return max(s.lo.uni, s.hi.uni, getattr(s.step, "uni", hir.UNIFORM)) != hir.UNIFORM

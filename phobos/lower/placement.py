@@ -37,7 +37,7 @@ import logging
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from math import prod
 
-from phobos.lower import alloc
+from phobos.lower import alloc, dynamic
 from phobos.lower import shape as shape_ops
 from phobos.lower.errors import NotLowered
 from phobos.lower.layout import Sweep
@@ -124,7 +124,12 @@ class Plan:
 
 
 def normalize(body: hir.Block) -> hir.Block:
-    """`body` with each row reduction nested in a tile expression bound to a temporary."""
+    """`body` with each row reduction nested in a tile expression bound to a temporary
+    (and each tile of a dynamic shape fused into its reads: `phobos.lower.dynamic`)."""
+    return _normalize(dynamic.fuse(body))
+
+
+def _normalize(body: hir.Block) -> hir.Block:
     return hir.Block(tuple(_stmts(body.stmts)), span=body.span)
 
 
@@ -138,7 +143,7 @@ def _stmts(stmts):
 
 def _stmt(s, out):
     if isinstance(s, hir.Block):
-        return normalize(s)
+        return _normalize(s)
     s = shape_ops.unflat_stmt(s, out)  # `flat(t)` read through a `let` view
     if isinstance(s, (hir.VarDecl, hir.Let)) and s.value is not None:
         if not isinstance(s.sym.type, hir.Scalar):
@@ -149,12 +154,12 @@ def _stmt(s, out):
             return replace(s, value=_top(s.value, out))
         return replace(s, value=_hoist(s.value, out))
     if isinstance(s, hir.For):
-        return replace(s, body=normalize(s.body))
+        return replace(s, body=_normalize(s.body))
     if isinstance(s, hir.While):
-        return replace(s, body=normalize(s.body))
+        return replace(s, body=_normalize(s.body))
     if isinstance(s, hir.If):
-        orelse = normalize(s.orelse) if s.orelse is not None else None
-        return replace(s, then=normalize(s.then), orelse=orelse)
+        orelse = _normalize(s.orelse) if s.orelse is not None else None
+        return replace(s, then=_normalize(s.then), orelse=orelse)
     return s
 
 
@@ -396,18 +401,24 @@ class _Planner:
         if isinstance(value, hir.Builtin) and value.name in REDUCTIONS:
             arg = value.args[0]
             shape = tuple(arg.type.dims) if not isinstance(arg.type, hir.Scalar) else ()
-            if len(shape) != 2 or any(isinstance(d, hir.Dyn) for d in shape):
+            if len(shape) == 2 and any(isinstance(d, hir.Dyn) for d in shape):
+                dynamic.plan_reduction(self, value, shape)  # folded in a strided loop
+            elif len(shape) != 2:
                 raise NotLowered(f"`{value.name}` of this shape", value.span)
-            sw = self.sweep(value, shape, arg)
-            self.reductions.append((value, shape, sw))
-            self.staged.append((value, self.n))  # unless `reduce` folds it (`decide`)
+            else:
+                sw = self.sweep(value, shape, arg)
+                self.reductions.append((value, shape, sw))
+                self.staged.append((value, self.n))  # unless `reduce` folds it (`decide`)
             if sym is not None:
                 self.touch(sym)
                 if prod(dims) != 1:
                     self.mark_other(sym, f"`{value.name}` writes it")
             return
         if any(isinstance(d, hir.Dyn) for d in dims):
-            raise _dynamic(dims, s.span)
+            if sym is not None:
+                raise _dynamic(dims, s.span)
+            dynamic.plan_sweep(self, s, dims, value, target)  # never stored
+            return
         sw = self.sweep(s, tuple(dims), value, target)
         if sym is not None:
             self.touch(sym)
@@ -576,6 +587,8 @@ def _dynamic(dims, span) -> NotLowered:
         message=f"a tile of shape {shape} is not lowered yet: `{names[0]}` is bound at launch",
         note="a tile is swept at a static shape; walk the extent in static slices, "
         "`for c in range(0, N, C) { ... A[r :+ 1, c :+ C] ... }`",
+        help="give the tile a static extent, `0 :+ BLOCK` (`BLOCK` a constant or an "
+        "`@autotune` name), or read it through a `let` view",
     )
 
 

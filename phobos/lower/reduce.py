@@ -64,6 +64,18 @@ IDENTITY = {"sum": _zero, "max": _lowest, "min": _highest}
 ROW_OP = {"rowsum": "sum", "rowmax": "max"}
 
 
+def row_start(b: Builder, op: str, t: str) -> Reg:
+    """A register holding a row fold's start: the identity, but NaN for a float `max` or
+    `min` (made as `inf - inf`), which the fold drops as `fmax` does, so a row of NaNs
+    alone folds to NaN, as the tile interpreter's `rowmax` gives."""
+    rt = REG[t]
+    if op in ("max", "min") and rt in ("f32", "f64"):
+        r = b.copy(Imm(float("inf"), rt), rt, hint="acc")
+        b.emit("sub", (r,), (r, Imm(float("inf"), rt)), type=rt)
+        return r
+    return b.copy(IDENTITY[op](t), rt, hint="acc")
+
+
 def fold(b: Builder, op: str, x: Value, y: Value, t: str) -> Value:
     if op == "sum":
         return scalars.binary(b, "+", x, y, t)
@@ -199,7 +211,7 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
     sw.note_reads()
     tpr = C // vec if tv % C == 0 else None
     if R == 1 or C % tv == 0:
-        partial = [b.copy(IDENTITY[op](acc_t), REG[acc_t], hint="acc") for _ in range(R)]
+        partial = [row_start(b, op, acc_t) for _ in range(R)]
 
         def evaluate(p: Point):
             vals = [scalars.convert(b, v, src, acc_t) for v in sw.ev(arg, p)]
@@ -223,13 +235,14 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
         state = State()
         pts = points(lw, (R, C), vec, state)
         vals = []
+        nan = row_start(b, op, acc_t) if any(p.valid is not None for p in pts) else None
         for p in pts:
             lanes = [scalars.convert(b, v, src, acc_t) for v in sw.ev(arg, p)]
             x = lanes[0]
             for v in lanes[1:]:
                 x = fold(b, op, x, v, acc_t)
             if p.valid is not None:
-                x = scalars.select(b, p.valid, x, IDENTITY[op](acc_t), acc_t)
+                x = scalars.select(b, p.valid, x, nan, acc_t)
             vals.append(x)
         folded = [butterfly(b, op, v, acc_t, tpr) for v in vals]
         log.debug("`%s` over [%d, %d] at vector width %d: a row on %d lanes, shfl.bfly",
@@ -341,7 +354,3 @@ def _shuffle(lw, e, config, t) -> Value:
             amount = lw.value(amount) if isinstance(amount, hir.Expr) else Imm(int(amount), "u32")
             return shfl(b, v, mode, amount, seg | clamp)
     raise NotLowered("this shuffle", e.span)
-
-
-def atomic(lw, e: hir.Builtin) -> Value:
-    raise NotLowered(f"`{e.name}`", e.span)

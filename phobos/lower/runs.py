@@ -111,6 +111,7 @@ class Run:
 
     def _load_chunks(self) -> None:
         b, space = self.lw.b, self.acc.space
+        self.lw.note_shared(self.acc, "read", None)  # a thread's own read (barriers.py)
         if self.size == 1:
             per = self.chunk // 4
             for c in range(self.n // (4 * per)):
@@ -142,6 +143,7 @@ class Run:
                 down = b.op("shr", "u32", w, Imm(shift, "u32")) if shift else w
                 v = b.op("and", "b32", down, Imm(255, "b32"), dest_type="u32")
         else:
+            self.lw.note_shared(self.acc, "read", None)
             v = memory.load(b, self.acc.space, self.elem, self.at(k), 1, None)[0]
         self._elems[k] = v
         return v
@@ -171,6 +173,7 @@ class Run:
     def store(self, values: list[Value]) -> None:
         b, space = self.lw.b, self.acc.space
         values = [scalars.materialize(b, v, self.elem) for v in values]
+        self.lw.note_shared(self.acc, "write", None)
         if self.size == 1 and self.chunk >= 4:
             words = []
             for t in range(self.n // 4):

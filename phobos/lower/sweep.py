@@ -775,12 +775,18 @@ def tile_statement(lw, s) -> None:
     if op == "=" and shape_ops.takes(lw, value):  # shape built-ins, rows folded a warp each
         shape_ops.lower(lw, value, target)
         return
+    from phobos.lower import dynamic
+
     if isinstance(value, hir.Builtin) and value.name in REDUCTIONS and op == "=":
-        reduce.row_reduction(lw, value, target)
+        if dynamic.is_dynamic(getattr(value.args[0].type, "dims", ())):
+            dynamic.row_reduction(lw, value, target)  # a strided fold over the row
+        else:
+            reduce.row_reduction(lw, value, target)
         return
     shape = tuple(target.type.dims)
-    if any(not isinstance(d, int) for d in shape):
-        raise NotLowered("a tile statement over an extent bound at launch", s.span)
+    if dynamic.is_dynamic(shape):
+        dynamic.tile_statement(lw, s, target, op, value)  # a loop of run-time trip count
+        return
     tile = lw.tiles.get(target.sym) if isinstance(target, hir.Ref) else None
     vec = lw.plan.vec.get(id(s), 1)
     if isinstance(s, (hir.VarDecl, hir.Let)):

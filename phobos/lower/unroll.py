@@ -92,7 +92,7 @@ def lower_unrolled(lw, s: hir.For) -> bool:
     cur = b.copy(lo, t, hint=s.var.name)
     lw.divs[s.var] = gcd(lw._divisor(s.lo), step)
     turn_end = isub(b, t, hi, (n - 1) * step)
-    with lw.tracker.loop(s.body):
+    with lw.tracker.loop(s.body, _varying(s)):
         with b.region() as whole:
             b.add(lir.Break(scalars.binary(b, ">=", cur, turn_end, et)))
             for j in range(n):
@@ -100,7 +100,7 @@ def lower_unrolled(lw, s: hir.For) -> bool:
                 lw.block(s.body)
             b.mov(cur, iadd(b, t, cur, n * step), t)
     b.add(lir.Loop(whole.block, span=s.span))
-    with lw.tracker.loop(s.body):
+    with lw.tracker.loop(s.body, _varying(s)):
         with b.region() as rest:
             b.add(lir.Break(scalars.binary(b, ">=", cur, hi, et)))
             lw.env[s.var] = b.copy(cur, t, hint=s.var.name)
@@ -108,3 +108,8 @@ def lower_unrolled(lw, s: hir.For) -> bool:
             b.mov(cur, iadd(b, t, cur, step), t)
     b.add(lir.Loop(rest.block, span=s.span))
     return True
+
+
+def _varying(s) -> bool:
+    """Whether the loop `s`'s bounds differ between threads (its body runs diverged)."""
+    return max(s.lo.uni, s.hi.uni, getattr(s.step, "uni", hir.UNIFORM)) != hir.UNIFORM

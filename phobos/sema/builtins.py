@@ -259,7 +259,9 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
         if not is_shaped(t.type) or len(t.type.dims) != 2:
             _bad(ck, name, call.args[0], f"takes a rank-2 tile, not `{t.type}`")
         r, c = t.type.dims
-        if not all(isinstance(d, int) for d in (r, c)):
+        # rowsum/rowmax fold a row of any length (a strided loop); the rest need a layout.
+        static = (r,) if name in ("rowsum", "rowmax") else (r, c)
+        if not all(isinstance(d, int) for d in static):
             _bad(
                 ck,
                 name,
@@ -280,7 +282,7 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
             "cumsum": (r, c),
             "tril": (r, c),
             "transpose": (c, r),
-            "flat": (1, r * c),
+            "flat": (1, r * c) if name == "flat" else None,
         }[name]
         rt = S("i32") if name == "rowargmax" else e
         return _tile_builtin(ck, name, [t], hir.TileT(rt, shape), call)
