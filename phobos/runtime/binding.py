@@ -424,7 +424,12 @@ class _Binder:
             raise self.type_error(
                 name, f"argument `{name}` is {_kind_of(arg)}, but the kernel declares {declared}"
             )
-        value = float(arg)
+        try:
+            value = float(arg)
+        except OverflowError:  # an int past every float
+            raise self.value_error(
+                name, f"argument `{name}` is an integer too large for {declared}"
+            ) from None
         rounded = round_to(value, t)
         if math.isinf(rounded) and not math.isinf(value):
             raise self.value_error(

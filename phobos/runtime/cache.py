@@ -205,6 +205,13 @@ class KernelCache:
         if not self.enabled or not self._usable(directory):
             return entry
         path = self.path_for(key)
+        try:
+            return self._put_locked(key, entry, path, directory, ptx, cubin, contract_json)
+        except OSError as exc:  # a full disk, a read-only mount: compile in memory instead
+            _warn_once(directory, f"it cannot be written ({exc.strerror or exc})", "")
+            return entry
+
+    def _put_locked(self, key, entry, path, directory, ptx, cubin, contract_json) -> Entry:
         with _locked(directory / LOCK):
             found = _read(key, path)
             if found is not None and (found.cubin is not None or cubin is None):
@@ -228,6 +235,8 @@ class KernelCache:
     def clear(self, chip: str | None = None) -> int:
         """Remove every entry (of `chip`, or of every chip) and the temporary files a
         killed writer left; the tuner's results stay. Returns how many entries went."""
+        if chip is not None and not _is_chip(chip):
+            raise ValueError(f"`{chip}` is not a chip name such as `sm_90`")
         if not self.root.is_dir() or not self._usable(self.root, create=False):
             return 0
         chips = [self.root / chip] if chip else [p for p in self.root.iterdir() if p.is_dir()]

@@ -349,11 +349,14 @@ class Device:
         return self._context
 
     def activate(self) -> None:
-        """Make this device's primary context current on the calling thread."""
+        """Make this device's primary context current on the calling thread.
+
+        The driver is asked each time: torch or CuPy may have made another context
+        current on this thread since the last launch.
+        """
         ctx = self.context
-        if getattr(_CURRENT, "ctx", None) != ctx:
+        if ctx_get_current() != ctx:
             ctx_set_current(ctx)
-            _CURRENT.ctx = ctx
 
     def attribute(self, attr: int) -> int:
         value = c_int()

@@ -50,21 +50,30 @@ def _torch_like(arg: Any) -> bool:
 
 
 def signature(args, tensor_slots) -> tuple | None:
-    """The signature of `args`, or None when one cannot be read cheaply."""
+    """The signature of `args`, or None when one cannot be read cheaply (the whole
+    path then binds, and refuses what it must, with its own errors)."""
+    try:
+        return _signature(args, tensor_slots)
+    except Exception:  # a sparse tensor has no strides, an odd object no dtype
+        return None
+
+
+def _signature(args, tensor_slots) -> tuple | None:
     key = []
     for arg, is_tensor in zip(args, tensor_slots, strict=False):
         t = type(arg)
         if not is_tensor:
             key.append(t)
         elif _torch_like(arg):
-            key.append((t, arg.dtype, tuple(arg.shape), tuple(arg.stride()), arg.get_device()))
+            key.append((t, arg.dtype, tuple(arg.shape), tuple(arg.stride()), arg.get_device(),
+                        arg.requires_grad))  # fmt: skip
         else:
             cai = getattr(arg, "__cuda_array_interface__", None)
             if cai is None:
                 return None
             strides = cai.get("strides")
             key.append((t, cai["typestr"], tuple(cai["shape"]), strides and tuple(strides),
-                        cai["data"][1]))  # fmt: skip
+                        cai["data"][1]))  # the read-only flag  # fmt: skip
     if len(args) != len(tensor_slots):
         return None
     return tuple(key)
@@ -79,7 +88,7 @@ def _pointer(arg: Any) -> int:
 class Plan:
     """One signature's launch: built from a launch that bound fully and succeeded."""
 
-    def __init__(self, kernel, bound, function, counts_for) -> None:
+    def __init__(self, kernel, bound, function) -> None:
         contract = kernel.contract
         self.function = function
         self.device = function.device
@@ -87,7 +96,6 @@ class Plan:
         self.threads = (contract.threads, 1, 1)
         self.shared = contract.dynamic_smem
         self.meta = {**bound.dims, **contract.variant}
-        self.counts_for = counts_for
         # Per slot: how to fill it on a launch.
         self.fill = []
         args = contract.arguments
@@ -103,9 +111,6 @@ class Plan:
 
     def launch(self, grid, args, stream) -> bool:
         """Launch, or return False for the whole path to handle (and explain) it."""
-        counts = self._grid(grid)
-        if counts is None:
-            return False
         packer = self.packer
         with packer.lock:
             for value, kind, what, extra in self.fill:
@@ -121,6 +126,9 @@ class Plan:
                     value.value = v
                 else:
                     value.value = what
+            counts = self._grid(grid)
+            if counts is None:
+                return False
             self.device.activate()
             handle = 0 if stream is None else _stream(stream)
             cuda.launch_kernel(
@@ -130,7 +138,7 @@ class Plan:
 
     def _grid(self, grid):
         if callable(grid):
-            grid = grid(self.meta)
+            grid = grid(dict(self.meta))  # a copy: the grid function may change its own
         if type(grid) is int:
             grid = (grid,)
         if type(grid) is not tuple or not 1 <= len(grid) <= 3:
@@ -146,7 +154,10 @@ def _scalar(arg, stype: str):
     if stype in _FLOAT_SLOTS:
         if t is not float and t is not int:
             return None
-        v = float(arg)
+        try:
+            v = float(arg)
+        except OverflowError:
+            return None
         if abs(v) > _FLOAT_SLOTS[stype] and math.isfinite(v):
             return None
         return v

@@ -281,6 +281,15 @@ class GpuKernel:
             found = self._functions[device.ordinal] = loaded.module.function(self.contract.entry)
         return found
 
+    def _all_torch_like(self, args) -> bool:
+        from phobos.runtime.fastpath import _torch_like
+
+        return all(
+            _torch_like(a)
+            for a, is_tensor in zip(args, self._tensor_slots, strict=False)
+            if is_tensor
+        )
+
     def key_for(self, device: cuda.Device) -> Key:
         """The cache entry of this kernel's cubin for `device`'s chip.
 
@@ -309,8 +318,10 @@ class GpuKernel:
         device = cuda.device(arrays_device(self.contract.name, bound))
         function = self.function(device)
         counts = launch_gpu(function, self.contract, grid, bound, stream, shared, self.packer)
-        if key is not None:
-            self._plans[key] = Plan(self, bound, function, None)
+        if key is not None and (cuda.device_count() == 1 or self._all_torch_like(args)):
+            # Only a torch tensor's signature names its device: with several GPUs, other
+            # arrays always take the whole path, which finds their device.
+            self._plans[key] = Plan(self, bound, function)
         return counts
 
 
@@ -331,8 +342,10 @@ def arrays_device(kernel: str, bound: Bound) -> int:
     for name, info in bound.arrays.items():
         if isinstance(info.obj, DLPackArray):  # it knows its device
             ordinals[name] = info.obj.device[1]
-        else:
+        elif info.ptr:  # an empty tensor's pointer is 0: nothing to ask the driver about
             ordinals[name] = cuda.pointer_device(info.ptr)
+    if not ordinals:  # every tensor empty
+        return 0
     first, ordinal = next(iter(ordinals.items()))
     for name, other in ordinals.items():
         if other != ordinal:

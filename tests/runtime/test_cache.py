@@ -259,3 +259,26 @@ def test_a_writer_killed_mid_entry_leaves_no_corrupt_entry(tmp_path, stage, befo
     assert cache.get(key()) is None  # nothing half-written is ever read
     assert cache.put(key(), PTX, CUBIN, CONTRACT).cubin == CUBIN  # the lock was released
     assert cache.get(key()).cubin == CUBIN
+
+
+def test_clear_takes_only_a_chip_name(tmp_path):
+    from phobos.runtime.cache import KernelCache
+
+    with pytest.raises(ValueError, match="not a chip name"):
+        KernelCache(tmp_path / "cache").clear("..")
+
+
+def test_a_cache_that_cannot_be_written_falls_back_to_memory(tmp_path, monkeypatch):
+    from phobos.runtime.cache import KernelCache, entry_key
+
+    store = KernelCache(tmp_path / "cache")
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "_put_locked", full_disk)
+    monkeypatch.setattr(cache_module, "_WARNED", set())
+    key = entry_key("src", "fp", "sm_90", {})
+    with pytest.warns(Warning, match="cannot be written"):
+        entry = store.put(key, "ptx", b"cubin", "{}")
+    assert entry.cubin == b"cubin"

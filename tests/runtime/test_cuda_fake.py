@@ -101,10 +101,11 @@ class FakeDriver:
         return self._record("cuDevicePrimaryCtxRetain", dev)
 
     def cuCtxSetCurrent(self, ctx):
+        self.current = ctx.value if hasattr(ctx, "value") else ctx
         return self._record("cuCtxSetCurrent", ctx)
 
     def cuCtxGetCurrent(self, out):
-        out[0] = 0x1000
+        out[0] = getattr(self, "current", 0) or None
         return self._record("cuCtxGetCurrent")
 
     def cuCtxSynchronize(self):

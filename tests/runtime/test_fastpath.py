@@ -107,3 +107,59 @@ def test_the_cubin_is_found_by_the_ptx_not_the_contract_alone(kernel):
     device = cuda.device(0)
     assert gpu.key_for(device) != other.key_for(device)
     assert gpu.key_for(device) == GpuKernel(gpu.contract, PTX).key_for(device)
+
+
+def test_an_int_too_large_for_a_float_is_refused_by_name(kernel):
+    gpu, _ = kernel
+    with pytest.raises(ArgumentValueError, match="argument `alpha` is an integer too large"):
+        gpu.launch((1,), (DeviceArray(64, 0x10000), 10**400))
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))  # a plan now exists
+    with pytest.raises(ArgumentValueError, match="too large"):
+        gpu.launch((1,), (DeviceArray(64, 0x10000), 10**400))
+
+
+def test_a_grid_function_gets_its_own_copy_of_the_extents(kernel):
+    gpu, fake = kernel
+    seen = []
+
+    def grid(meta):
+        seen.append(dict(meta))
+        return (meta.pop("N") // 64,)
+
+    for _ in range(3):
+        gpu.launch(grid, (DeviceArray(128, 0x10000), 1.0))
+    assert [m["N"] for m in seen] == [128, 128, 128]
+    assert [launch["grid"] for launch in fake.launches] == [(2, 1, 1)] * 3
+
+
+def test_an_unreadable_argument_has_no_signature():
+    from phobos.runtime.fastpath import signature
+
+    class Odd:
+        def data_ptr(self):
+            return 0
+
+        def get_device(self):
+            return 0
+
+    assert signature((Odd(), 1.0), (True, False)) is None
+
+
+def test_with_several_gpus_only_torch_like_arrays_take_the_fast_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path))
+    previous = cuda.use_library(FakeDriver(devices=2))
+    try:
+        contract = KernelContract.build(
+            "scale",
+            [("x", "tensor", ("f32", ("N",))), ("alpha", "scalar", "f32")],
+            dyn_dims=("N",),
+            chip="sm_90",
+            fingerprint="test",
+        )
+        gpu = GpuKernel(contract, PTX)
+        binds = count_binds(monkeypatch)
+        for _ in range(3):
+            gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))
+        assert len(binds) == 3  # the interface dict does not say which device
+    finally:
+        cuda.use_library(previous)
