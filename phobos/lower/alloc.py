@@ -30,17 +30,22 @@ def allocate(requests) -> tuple[list[SharedBuffer], int]:
         for j, off in placed.items():
             _, s2, f2, l2 = requests[j]
             if f2 <= last and first <= l2:
-                busy.append((off, off + _round(s2)))
+                busy.append((off, off + aligned(s2)))
         offset = 0
         for lo, hi in sorted(busy):
-            if offset + _round(size) <= lo:
+            if offset + aligned(size) <= lo:
                 break
             offset = max(offset, hi)
         placed[i] = offset
-    buffers = [SharedBuffer(r[0], placed[i], _round(r[1])) for i, r in enumerate(requests)]
+    buffers = [SharedBuffer(r[0], placed[i], aligned(r[1])) for i, r in enumerate(requests)]
     total = max((b.offset + b.size for b in buffers), default=0)
     return buffers, total
 
 
-def _round(n: int) -> int:
+def aligned(n: int) -> int:
+    """`n` bytes rounded up to the 16-byte alignment of every buffer.
+
+    >>> aligned(20), aligned(32)
+    (32, 32)
+    """
     return -(-n // ALIGN) * ALIGN

@@ -117,6 +117,21 @@ class Plan:
     smem: int = 0
     scratch: SharedBuffer | None = None  # the reductions' exchange buffer
     stages: dict = field(default_factory=dict)  # id(node) -> staging buffer (`shape`)
+    slots: tuple = ()  # the scratch's slots (views of its bytes), taken in turn
+    exchanges: int = 0  # CTA exchanges lowered so far
+
+    def next_slot(self) -> SharedBuffer:
+        """The scratch slot of the next CTA exchange: consecutive exchanges alternate
+        between two slots (when the kernel has more than one), so an exchange's writes
+        never meet the previous one's reads and need no barrier before them.
+
+        >>> p = Plan(slots=(SharedBuffer("scratch.0", 0, 32), SharedBuffer("scratch.1", 32, 32)))
+        >>> [p.next_slot().offset for _ in range(3)]
+        [0, 32, 0]
+        """
+        slot = self.slots[self.exchanges % len(self.slots)]
+        self.exchanges += 1
+        return slot
 
 
 # ---------------------------------------------------------------------------
@@ -217,7 +232,7 @@ class _Planner:
         self.n = 0
         self.scratch = 0
         self.reductions: list = []
-        self.cta_folds = False
+        self.cta_folds = 0  # collectives over the CTA (`sum<over ctx.thread>` ...)
         self.staged: list = []  # (node, statement number): ops that may stage (`shape`)
         self.staging: set = set()  # tiles declared `var t = <tensor slice>` (`@padstage`)
         self.flat_read: set = set()  # tiles read through `flat`: their bytes are one row
@@ -360,7 +375,7 @@ class _Planner:
             if isinstance(node, hir.Builtin) and "over" in dict(node.config):
                 over = dict(node.config)["over"]
                 if getattr(over, "field", over) == "thread":
-                    self.cta_folds = True
+                    self.cta_folds += 1
             if isinstance(node, hir.Ref) and node.sym in self.tiles:
                 self.mark_other(node.sym, "it is read per point")
             elif isinstance(node, hir.Ref) and node.sym in self.lets:
@@ -548,12 +563,14 @@ class _Planner:
         names = [(f"tile_{s.name}_{i}", size, f, la) for i, (s, size, f, la) in enumerate(requests)]
         exchange = bool(self.reductions) or self.cta_folds
         if exchange:
-            need = max([_scratch_bytes(lw, shape, sw.vec) for _, shape, sw in self.reductions]
-                       + [_scratch_bytes(lw, (1, 1), 1)])  # fmt: skip
+            slot = alloc.aligned(max([_scratch_bytes(lw, shape, sw.vec)
+                                      for _, shape, sw in self.reductions]
+                                     + [_scratch_bytes(lw, (1, 1), 1)]))  # fmt: skip
+            turns = 2 if len(self.reductions) + self.cta_folds > 1 else 1
         staged = shape_ops.stage_requests(self, lambda node: self.sweeps[id(node)].vec)
         names += [r[1:] for r in staged]
         if exchange:
-            names.append(("scratch", need, 0, self.n + 1))
+            names.append(("scratch", slot * turns, 0, self.n + 1))
         buffers, total = alloc.allocate(names)
         for (key, *_), buf in zip(staged, buffers[len(requests) :], strict=False):
             plan.stages[key] = buf
@@ -561,6 +578,8 @@ class _Planner:
             plan.tiles[sym].buffer = buf
         if exchange:
             plan.scratch = buffers[-1]
+            plan.slots = tuple(SharedBuffer(f"scratch.{i}", plan.scratch.offset + i * slot, slot)
+                               for i in range(turns))  # fmt: skip
         plan.shared = buffers
         plan.smem = total
         dyn = bool(getattr(lw.k.attrs, "dynshared", False))

@@ -14,7 +14,8 @@ The fill past a tensor is 0 (SPEC.md "Bounds and masking"), as for a sweep; elem
 past the tile are left out of the fold. Floats of 16 bits accumulate in f32.
 
 A lane collective is a butterfly of `log2(width)` shuffles; a CTA collective adds the
-exchange of each warp's fold through shared memory, between barriers.
+exchange of each warp's fold through shared memory: one barrier between the warps'
+writes and the reads, none after, as consecutive exchanges alternate two scratch slots.
 
     >>> IDENTITY["max"]("f32")
     Imm(value=-inf, type='f32')
@@ -147,15 +148,21 @@ def _check_threads(lw, span):
 
 def cta_exchange(lw, op: str, values: list[Value], t: str, span=None) -> list[Value]:
     """Each value folded over the whole CTA (already folded within each warp): every
-    warp's lane 0 stores its fold, then every thread folds the warps in one order."""
+    warp's lane 0 stores its fold into the next scratch slot, a barrier, then every
+    thread folds the warps in one order (warp 0 first).
+
+    Consecutive exchanges take alternate slots (`Plan.next_slot`): exchange `k + 2`
+    writes the slot exchange `k` read only after exchange `k + 1`'s barrier, which
+    every thread passes after its reads, so no barrier goes before the writes. The
+    tracker sees each slot as its own bytes and inserts none."""
     _check_threads(lw, span)
     b = lw.b
     warps = lw.threads // 32
     if warps == 1:
         return values
-    scratch = lw.plan.scratch
-    if scratch is None:
+    if lw.plan.scratch is None:
         raise NotLowered("a CTA-wide fold without its exchange buffer", span)
+    scratch = lw.plan.next_slot()
     rt = REG[t]
     size = lir.WIDTH[rt]
     lane0 = b.once(("lane0",), lambda: b.op("setp", "pred", lw.ctx_lane(), Imm(0, lw.idx),

@@ -52,7 +52,7 @@ import re
 import struct
 
 from phobos.lower import lir
-from phobos.ptx import ops
+from phobos.ptx import fuse, ops
 from phobos.ptx.ops import NoTemplate, PtxError, TargetError
 from phobos.ptx.targets import FEATURES, Target
 from phobos.ptx.targets import target as lookup_target
@@ -126,6 +126,8 @@ class Emitter:
         self.labels = 0
         self.loops: list[tuple[str, str]] = []  # (continue label, end label)
         self.smem_base: str | None = None
+        # id(inst) -> None (dropped) or a paired cvt; measured to help ptxas on sm_90 only
+        self.fused = fuse.pairs(kernel) if target.sm >= fuse.FROM_SM else {}
 
     # -- registers -----------------------------------------------------------
 
@@ -278,6 +280,13 @@ class Emitter:
             self.emit(f"@{'!' if negated else ''}{self.name(cond)} bra {label};")
 
     def inst(self, i: lir.Inst) -> None:
+        if id(i) in self.fused:  # `phobos.ptx.fuse`: two conversions packed as one
+            pair = self.fused[id(i)]
+            if pair is not None:
+                elem, word, hi, lo = pair
+                x2 = fuse.X2[elem]
+                self.emit(f"cvt.rn.{x2}.f32 {self.name(word)}, {self.name(hi)}, {self.name(lo)};")
+            return
         rule = ops.RULES.get(i.op)
         if rule is None:
             raise NoTemplate(f"`{self.kernel.name}`: no PTX template for op `{i.op}`")
