@@ -351,12 +351,18 @@ class Device:
     def activate(self) -> None:
         """Make this device's primary context current on the calling thread.
 
-        The driver is asked each time: torch or CuPy may have made another context
-        current on this thread since the last launch.
+        With several GPUs the driver is asked each time: torch or CuPy may have made
+        another device's context current since the last launch. With one GPU every
+        library shares its primary context, so the thread's last answer is kept (a
+        foreign context made current behind our back would make the launch fail loudly,
+        never run elsewhere).
         """
         ctx = self.context
+        if device_count() == 1 and getattr(_CURRENT, "ctx", None) == ctx:
+            return
         if ctx_get_current() != ctx:
             ctx_set_current(ctx)
+        _CURRENT.ctx = ctx
 
     def attribute(self, attr: int) -> int:
         value = c_int()

@@ -380,3 +380,17 @@ def test_load_kernel_links_once_then_hits_the_cache(fake, tmp_path):
     assert second.hit and fake.names().count("cuLinkComplete") == links
     with pytest.raises(ValueError, match="sm_80"):
         load_kernel("", "{}", entry_key("src", "fp", "sm_80", {}), dev, cache)
+
+
+def test_with_several_gpus_a_context_another_library_made_current_is_replaced():
+    driver = FakeDriver(devices=2)
+    previous = cuda.use_library(driver)
+    try:
+        dev = cuda.device(0)
+        dev.activate()
+        driver.current = 0x2222  # torch.cuda.set_device(1), say, behind our back
+        dev.activate()
+        assert cuda.ctx_get_current() == dev.context
+        assert driver.names().count("cuCtxSetCurrent") == 2
+    finally:
+        cuda.use_library(previous)
