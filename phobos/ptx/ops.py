@@ -182,9 +182,10 @@ def _add_sub_mul(e: Emitter, i: lir.Inst) -> str:
             sat = ".sat"
         return plain(e, i, f"{i.op}{lo}{sat}.{int_as(t)}")
     if t in ("f32", "f64", "f16"):
-        # An explicit rounding keeps ptxas from fusing a mul and an add into an fma,
-        # whose single rounding would differ from the reference's two.
-        return plain(e, i, f"{i.op}{float_mods(e, i, t)}.{t}")
+        # No rounding modifier unless one is asked for: ptxas may then fuse a product that
+        # only feeds a sum into one fma, as SPEC.md allows ("Float a * b + c may round
+        # once ... the default of CUDA's -fmad"). Round-to-nearest either way.
+        return plain(e, i, f"{i.op}{float_mods(e, i, t, default=None)}.{t}")
     if t == "bf16":
         if e.target.has("bf16_math"):
             return plain(e, i, f"{i.op}{float_mods(e, i, t, sat=False)}.bf16")

@@ -49,7 +49,9 @@ def test_saxpy(n):
     got, want = run_both(
         saxpy, lambda m: (-(-m["N"] // m["BLOCK"]),), [x, y, poisoned(n, np.float32)], (2.5,)
     )
-    np.testing.assert_array_equal(got, want)
+    # The card may round alpha * x + y once, as an fma (SPEC.md allows it); the
+    # interpreter rounds twice: at most an ulp or so apart.
+    np.testing.assert_allclose(got, want, rtol=3e-7, atol=1e-7)
 
 
 @pytest.mark.parametrize("block", [1024, 4096])

@@ -622,7 +622,7 @@ def test_templates_spell_what_ptx_requires():
     """Spot checks of the modifiers PTX insists on, read off the emitted text."""
     text = module(arith("sm_90") | convert("sm_90") | math("sm_90") | bits_ops("sm_90"), "sm_90")
     for needle in (
-        "add.rn.f32 ", "mul.lo.s32 ", "mul.rn.f64 ", "fma.rn.f32 ", "mad.lo.u64 ", "div.rn.f32 ",
+        "add.f32 ", "mul.lo.s32 ", "mul.f64 ", "fma.rn.f32 ", "mad.lo.u64 ", "div.rn.f32 ",
         "div.approx.ftz.f32 ", "div.s64 ", "rem.u32 ", "cvt.rn.f16.f32 ", "cvt.rzi.s32.f32 ",
         "cvt.f32.f16 ", "cvt.rn.f32.s32 ", "cvt.f64.f32 ", "cvt.sat.s8.s32 ", "ex2.approx.f32 ",
         "sqrt.rn.f64 ", "rsqrt.approx.f32 ", "rcp.approx.ftz.f64 ", "tanh.approx.f32 ",
@@ -631,5 +631,8 @@ def test_templates_spell_what_ptx_requires():
         "0f3FC00000", "0dBFB999999999999A", "18446744073709551615", "mov.b16 %h",
     ):  # fmt: skip
         assert needle in text, needle
+    # add/sub/mul of f32 and f64 carry no rounding modifier, so ptxas may contract a
+    # product feeding a sum into an fma, as SPEC.md's -fmad rule allows.
+    assert "add.rn.f32 " not in text and "mul.rn.f64 " not in text
     sm80 = module(arith("sm_80"), "sm_80")
     assert "add.rn.bf16" not in sm80 and "cvt.f32.bf16" in sm80  # bf16 add through f32 there
