@@ -150,17 +150,27 @@ class _Launcher:
     def __call__(self, *args, stream=None, **kwargs):
         kernel = self.kernel
         # The hot path: a GPU launch like an earlier one (see phobos.runtime.fastpath).
-        gpu = kernel._gpu.get(kernel._gpu_key) if kernel._gpu_key is not None else None
-        if gpu is not None and not kwargs and not interpreting():
-            key = signature(args, gpu._tensor_slots)
-            plan = gpu._plans.get(key) if key is not None else None
-            if plan is not None and plan.launch(self.grid, args, stream):
-                return
+        # A plan's signature names the device whenever several GPUs could be meant, so
+        # the plans of this variant's kernels (one per chip launched on) never clash.
+        chips = kernel._gpu_chips
+        if chips and not kwargs and not interpreting():
+            key = signature(args, next(iter(chips.values()))._tensor_slots)
+            if key is not None:
+                for gpu in chips.values():
+                    plan = gpu._plans.get(key)
+                    if plan is not None and plan.launch(self.grid, args, stream):
+                        return
         checked = kernel.checked(kernel._variant)
         args = _by_position(checked, args, kwargs)
         interpret = interpreting()
         if not interpret and _device_argument(checked, args) is not None:
-            return kernel._gpu_kernel().launch(self.grid, args, stream=stream)
+            from phobos.runtime import cuda
+            from phobos.runtime.launch_gpu import first_device
+            from phobos.sema import hir
+
+            slots = [isinstance(p.type, hir.TensorT) for p in checked.params]
+            device = cuda.device(first_device(args, slots))
+            return kernel._gpu_kernel(device).launch(self.grid, args, stream=stream)
         from phobos.runtime.launch_cpu import launch_cpu
 
         launch_cpu(checked, self.grid, args, copy_device=interpret)
@@ -244,8 +254,9 @@ class Kernel:
         items = [i.node for i in translation.items if i is info or i in fns]
         self.program = ph.Program(tuple(items), span=translation.program.span)
         self._checked: dict[tuple | None, object] = {}
-        self._gpu: dict[tuple, object] = {}
-        self._gpu_key: tuple | None = None  # this view's entry of `_gpu`, once compiled
+        # variant -> chip -> GpuKernel, shared by the views of this kernel
+        self._gpu: dict[tuple, dict[str, object]] = {}
+        self._gpu_chips: dict[str, object] | None = None  # this view's entry, once compiled
         self._variant: dict[str, int] | None = None
 
     def variant(self, **constants: int) -> Kernel:
@@ -257,7 +268,7 @@ class Kernel:
         view = object.__new__(Kernel)
         view.__dict__.update(self.__dict__)
         view._variant = {**(self._variant or {}), **constants}
-        view._gpu_key = None
+        view._gpu_chips = None
         return view
 
     def compile(self, chip: str = "sm_90", variant: dict[str, int] | None = None):
@@ -274,20 +285,25 @@ class Kernel:
         except CompileError as exc:
             raise KernelCompileError(exc.diagnostics) from None
 
-    def _gpu_kernel(self):
-        """The runtime's kernel for this view's variant on the current GPU's chip."""
+    def _gpu_kernel(self, device=None):
+        """The runtime's kernel for this view's variant on `device`'s chip (a
+        `cuda.Device`; the first GPU when None), compiled once per variant and chip.
+
+        A machine may hold GPUs of different chips: PTX for `sm_90` does not link on an
+        `sm_80`, so each chip a launch's arrays live on gets its own compilation.
+        """
         from phobos.runtime import cuda
 
-        chip = cuda.device(0).chip
-        key = (chip, tuple(sorted((self._variant or {}).items())))
-        found = self._gpu.get(key)
+        chip = (device if device is not None else cuda.device(0)).chip
+        chips = self._gpu.setdefault(tuple(sorted((self._variant or {}).items())), {})
+        found = chips.get(chip)
         if found is None:
             from phobos.runtime.cache import KernelCache
             from phobos.runtime.launch_gpu import GpuKernel
 
             built = self.compile(chip=chip)
-            found = self._gpu[key] = GpuKernel(built.contract, built.ptx, KernelCache())
-        self._gpu_key = key
+            found = chips[chip] = GpuKernel(built.contract, built.ptx, KernelCache())
+        self._gpu_chips = chips
         return found
 
     def checked(self, variant: dict[str, int] | None = None):

@@ -13,6 +13,9 @@ in shared memory (`bcast`, one per kernel, reused by every such call):
 | `store_release(t, i, v)`  | `st.release.sys.global.s32` (after the first barrier only)| -         |
 | `grid_barrier(bar)`       | the generation barrier below                              | -         |
 
+The slot follows the kernel's other shared buffers, in `$smem` or, for a `@dynshared`
+kernel, in its dynamic window (whose launch size, `smem`, includes it).
+
 The first barrier keeps thread 0 from overwriting the slot before every thread has
 read the previous result, and (for `store_release`) makes every thread's earlier
 writes visible to thread 0, whose release is cumulative over them.
@@ -49,7 +52,6 @@ from phobos.lower.lir import Imm, Reg, Value
 from phobos.lower.types import REG, elem_of
 from phobos.sema import hir
 
-E_DYNSHARED = "E0530"
 E_PERSISTENT = "E0531"
 BCAST = "bcast"
 
@@ -60,17 +62,13 @@ def lower(lw, e: hir.Builtin) -> Value:
 
 
 def _slot(lw) -> lir.SharedBuffer:
-    """The kernel's broadcast slot, placed after its other shared memory the first time."""
+    """The kernel's broadcast slot, placed after its other shared memory the first time.
+
+    The layout is the same with `@dynshared`: the kernel's shared memory is then its
+    dynamic window, whose size (`smem`, the contract's `dynamic_smem`) covers the slot.
+    """
     buf = lw.memo.get(BCAST)
     if buf is None:
-        if lw.k.attrs is not None and getattr(lw.k.attrs, "dynshared", False):
-            raise NotLowered(
-                "a once-per-block operation in a `@dynshared` kernel",
-                code=E_DYNSHARED,
-                message="a once-per-block operation in a `@dynshared` kernel is not lowered yet",
-                note="its result is broadcast through static shared memory, which a "
-                "`@dynshared` kernel does not lay out yet",
-            )
         offset = -(-lw.smem // 16) * 16
         buf = lir.SharedBuffer(BCAST, offset, 4)
         lw.shared = [*lw.shared, buf]

@@ -331,6 +331,43 @@ def _sha_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def first_device(args: Sequence[Any], tensor_slots: Sequence[bool]) -> int:
+    """The ordinal of the device the first tensor argument that says so lives on, read
+    without binding: it picks the chip a kernel is compiled for before its arguments
+    are bound. 0 with one GPU (no driver call) or when no argument says; binding then
+    refuses arrays on different devices, naming them (`arrays_device`).
+
+        >>> first_device((2.0,), (False,))
+        0
+    """
+    if not any(tensor_slots) or cuda.device_count() == 1:
+        return 0
+    for arg, is_tensor in zip(args, tensor_slots, strict=False):
+        ordinal = _device_of(arg) if is_tensor else None
+        if ordinal is not None:
+            return ordinal
+    return 0
+
+
+def _device_of(arg: Any) -> int | None:
+    """The device ordinal `arg` gives cheaply: torch's `get_device()`, the driver's
+    owner of its interface pointer, or its DLPack device; None when it says nothing."""
+    from phobos.runtime.fastpath import _torch_like
+
+    try:
+        if _torch_like(arg):
+            ordinal = arg.get_device()
+            return ordinal if ordinal >= 0 else None
+        cai = getattr(arg, "__cuda_array_interface__", None)
+        if cai is not None:
+            ptr = cai["data"][0]
+            return cuda.pointer_device(ptr) if ptr else None
+        device_type, ordinal = arg.__dlpack_device__()
+        return int(ordinal) if int(device_type) != 1 else None  # 1: DLPack's kDLCPU
+    except Exception:  # binding reads the argument again, and explains what is wrong
+        return None
+
+
 def arrays_device(kernel: str, bound: Bound) -> int:
     """The ordinal of the device every tensor argument lives on (0 with no tensor or
     one device); arrays on different devices are refused, naming the parameter."""

@@ -60,9 +60,11 @@ def ops(k, op, **attrs):
     ]
 
 
-def run_both(hk, k, grid, arrays: dict, scalars: dict | None = None, dims: dict | None = None):
+def run_both(hk, k, grid, arrays: dict, scalars: dict | None = None, dims: dict | None = None,
+             dynamic_smem: int = 0):  # fmt: skip
     """Run the hir kernel on the tile interpreter and the lir kernel on the threads
-    interpreter with copies of the same inputs; returns (tiles' arrays, threads' arrays)."""
+    interpreter with copies of the same inputs; returns (tiles' arrays, threads' arrays).
+    `dynamic_smem` is the threads interpreter's dynamic shared window (`@dynshared`)."""
     from phobos.interp.threads import GlobalMemory, run_lir
     from phobos.interp.tiles import run_kernel
 
@@ -85,7 +87,7 @@ def run_both(hk, k, grid, arrays: dict, scalars: dict | None = None, dims: dict 
     shapes.update(dims or {})
     for name in hk.dyn_dims:
         params[name] = shapes[name]
-    run_lir(k, grid, params, mem, check_races=True)
+    run_lir(k, grid, params, mem, check_races=True, dynamic_smem=dynamic_smem)
     got = {n: mem.read(addrs[n]) for n in arrays}
     return ref, got
 

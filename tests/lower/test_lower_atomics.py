@@ -17,8 +17,8 @@ from phobos.lower.kernel import lower_kernel
 rng = np.random.default_rng(11)
 
 
-def agree(hk, k, grid, arrays, skip=()):
-    ref, got = run_both(hk, k, grid, arrays)
+def agree(hk, k, grid, arrays, skip=(), dynamic_smem=0):
+    ref, got = run_both(hk, k, grid, arrays, dynamic_smem=dynamic_smem)
     for name in ref:
         if name not in skip:
             assert np.array_equal(ref[name], got[name]), name
@@ -43,6 +43,37 @@ kernel k(X: tensor<i32>[G], H: tensor<i32>[8], S: tensor<f32>[4], O: tensor<i32>
     ref, _ = agree(hk, k, 12, {"X": x, "H": np.ones(8, np.int32),
                                "S": np.ones(4, np.float32), "O": np.ones(12 * 64, np.int32)})  # fmt: skip
     assert ref["H"].sum() == 8 + 12
+
+
+DYNSHARED_HISTOGRAM = """
+@dynshared
+@launch(64)
+kernel k(X: tensor<i32>[N], H: tensor<i32>[8], F: tensor<i32>[2], O: tensor<i32>[T]) {
+  let v = X[ctx.block.x * 64 + ctx.thread]
+  let s = sum<over ctx.thread>(v & 7)
+  let old = atomic_add(H, s & 7, 1)
+  let seen = load_acquire(F, 0)
+  store_release(F, 1, ctx.block.x)
+  O[ctx.block.x * ctx.threads + ctx.thread] = old * 1024 + s * 4 + seen
+}"""
+
+
+def test_histogram_in_a_dynshared_kernel_broadcasts_through_its_dynamic_window():
+    from phobos.build import build_checked
+
+    hk, k = lowered(DYNSHARED_HISTOGRAM)
+    assert k.dynamic_smem
+    [slot] = [b for b in k.shared if b.name == "bcast"]
+    others = [b for b in k.shared if b is not slot]
+    assert others and slot.offset >= max(b.offset + b.size for b in others)  # after the tiles
+    assert slot.offset % 16 == 0 and slot.offset + slot.size <= k.smem
+    contract = build_checked(hk, chip="sm_90").contract
+    assert contract.dynamic_smem == k.smem and contract.static_smem == 0  # the launch's size
+    x = rng.integers(0, 1000, 4 * 64).astype(np.int32)
+    arrays = {"X": x, "H": np.zeros(8, np.int32), "F": np.array([5, 0], np.int32),
+              "O": np.ones(4 * 64, np.int32)}  # fmt: skip
+    ref, _ = agree(hk, k, 4, arrays, dynamic_smem=contract.dynamic_smem)
+    assert ref["H"].sum() == 4 and ref["F"].tolist() == [5, 3]
 
 
 def test_atomic_cas_gives_every_thread_old():
@@ -144,13 +175,5 @@ kernel k(bar: tensor<i32>[2], X: tensor<f32>[N]) {
     k, [d] = lower_kernel(hk)
     assert k is None and d.code == "E0531" and "@persistent" in d.message
     assert d.primary.span.source.line_col(d.primary.span.start)[0] == 4
-    hk = checked("""
-@dynshared
-kernel k(H: tensor<i32>[8], X: tensor<i32>[N]) {
-  let old = atomic_add(H, 0, 1)
-  X[ctx.thread] = old
-}""")
-    k, [d] = lower_kernel(hk)
-    assert k is None and d.code == "E0530"
     for code in ("E0530", "E0531", "E0532"):
         assert title(code)

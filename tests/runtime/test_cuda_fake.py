@@ -31,10 +31,12 @@ PTXAS_LOG = b"ptxas application ptx input, line 7; error   : Unknown symbol 'nop
 
 
 class FakeDriver:
-    """A CUDA driver with `devices` GPUs of compute capability 9.0, recording calls."""
+    """A CUDA driver with `devices` GPUs, recording calls. Each GPU is of compute
+    capability 9.0 unless `capabilities` gives a (major, minor) per ordinal."""
 
-    def __init__(self, devices=1):
+    def __init__(self, devices=1, capabilities=None):
         self.devices = devices
+        self.capabilities = list(capabilities or [(9, 0)] * devices)
         self.calls: list[tuple[str, tuple]] = []
         self.fail: dict[str, int] = {}  # call name -> the status it returns
         self.pointer_devices: dict[int, int] = {}
@@ -93,7 +95,13 @@ class FakeDriver:
         return self._record("cuDeviceGetName", dev)
 
     def cuDeviceGetAttribute(self, out, attr, dev):
-        out[0] = ATTRIBUTES[attr]
+        major, minor = self.capabilities[dev]  # a device's handle is its ordinal here
+        if attr == cuda.ATTR_COMPUTE_CAPABILITY_MAJOR:
+            out[0] = major
+        elif attr == cuda.ATTR_COMPUTE_CAPABILITY_MINOR:
+            out[0] = minor
+        else:
+            out[0] = ATTRIBUTES[attr]
         return self._record("cuDeviceGetAttribute", attr, dev)
 
     def cuDevicePrimaryCtxRetain(self, out, dev):
