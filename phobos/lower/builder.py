@@ -46,6 +46,8 @@ class Builder:
         self.prologue: list = []
         self.span = None  # the span of the user's line being lowered
         self.cache: dict = {}  # prologue values by key (tid.x, ctaid.x, ...)
+        self.fixed: set[str] = set()  # registers the prologue writes (once, before any read)
+        self.scopes: list[dict] = [{}]  # values shared within a block and the blocks in it
 
     # -- registers -----------------------------------------------------------
 
@@ -69,6 +71,8 @@ class Builder:
         if attrs.get("vec") == 1:  # the text form leaves a scalar access's width out
             del attrs["vec"]
         i = lir.inst(op, dests, srcs, guard=guard, guard_negated=negated, span=self.span, **attrs)
+        if self.stack[-1] is self.prologue:
+            self.fixed.update(d.name for d in dests)
         self.stack[-1].append(i)
         return i
 
@@ -103,10 +107,12 @@ class Builder:
         """Open a nested block; on exit `region.block` holds what was emitted in it."""
         r = Region([])
         self.stack.append(r.items)
+        self.scopes.append({})
         try:
             yield r
         finally:
             self.stack.pop()
+            self.scopes.pop()
             r.block = lir.Block(tuple(r.items))
 
     @contextmanager
@@ -125,6 +131,34 @@ class Builder:
             with self.at_prologue():
                 self.cache[key] = make()
         return self.cache[key]
+
+    def invariant(self, *values) -> bool:
+        """Whether every value holds the same wherever the kernel reads it: an
+        immediate, a parameter slot, or a register the prologue writes. A value made
+        of invariants only may be computed once, in the prologue (`once`), and shared
+        by every statement, loop and branch of the kernel.
+
+            >>> b = Builder({"N"})
+            >>> b.invariant(Reg("N", "s32"), Imm(0, "s32"), b.reg("s32"))
+            False
+        """
+        return all(
+            isinstance(v, Imm)
+            or (isinstance(v, Reg) and (v.name in self.reserved or v.name in self.fixed))
+            for v in values
+        )
+
+    def scoped(self, key, make):
+        """The value `key`, made by `make()` here the first time it is asked for in
+        this block or a block around it; it serves the rest of this block and the
+        blocks opened in it, and is forgotten when the block closes (a value made in a
+        loop body or in one arm of a branch is not seen after it, nor in the other
+        arm). Only for values of invariant operands (`invariant`)."""
+        for scope in reversed(self.scopes):
+            if key in scope:
+                return scope[key]
+        value = self.scopes[-1][key] = make()
+        return value
 
     def finish(self) -> lir.Block:
         """The kernel body: the prologue, then everything emitted at the top level."""

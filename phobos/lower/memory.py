@@ -213,11 +213,15 @@ def address(lw, acc: Access, flat: Value) -> Reg:
         if flat.value == 0:
             return acc.base
         return b.op("add", "u64", acc.base, Imm(flat.value * size, "u64"), hint="a")
+    return b.op("add", "u64", acc.base, byte_offset(lw, flat, size), hint="a")
+
+
+def byte_offset(lw, flat: Reg, size: int) -> Reg:
+    """`flat * size` as a u64 byte offset (`mul_wide.s32` at index width 32)."""
+    b = lw.b
     if lw.idx == "s32":
-        wide = b.op("mul_wide", "s32", flat, Imm(size, "s32"), dest_type="u64", hint="o")
-    else:
-        wide = b.op("mul", "s64", flat, Imm(size, "s64"), dest_type="u64", hint="o")
-    return b.op("add", "u64", acc.base, wide, hint="a")
+        return b.op("mul_wide", "s32", flat, Imm(size, "s32"), dest_type="u64", hint="o")
+    return b.op("mul", "s64", flat, Imm(size, "s64"), dest_type="u64", hint="o")
 
 
 def offset_address(lw, addr: Reg, acc: Access, delta) -> Reg:

@@ -310,6 +310,8 @@ def points(lw, shape, vec, state) -> list[Point]:
     for g in range(lay.groups):
         if len(shape) == 1:
             coords = ((flat0, g * tv),)
+        elif len(shape) == 2 and tv == shape[1]:  # flat0 < T * vec: every thread in row 0
+            coords = ((Imm(0, t), g), (flat0, 0))
         elif len(shape) == 2 and tv % shape[1] == 0:
             C = shape[1]
             row = b.once(("row0", vec, C), lambda C=C: _idiv(lw, flat0, C))
@@ -324,7 +326,8 @@ def points(lw, shape, vec, state) -> list[Point]:
         valid = None
         if (g + 1) * T > lay.vectors:
             n = lay.vectors - g * T
-            valid = b.op("setp", "pred", lw.tid(), Imm(n, t), cmp="lt", type=t)
+            valid = b.once(("valid", n, t), lambda n=n: b.op("setp", "pred", lw.tid(), Imm(n, t),
+                                                              cmp="lt", type=t))  # fmt: skip
         out.append(Point(tuple(shape), coords, vec, valid, g, state, ("sweep", tuple(shape), vec)))
     return out
 
@@ -579,8 +582,16 @@ class Sweeper:
         key = ("base", acc.key, regs)
         memo = p.state.memo
         if key not in memo:
-            flat = memory.flat_index(lw, acc, regs)
-            memo[key] = memory.address(lw, acc, flat)
+            deps = (*acc.starts, *regs, *(q for q in acc.pitches if not isinstance(q, int)))
+            fkey = ("flat", tuple(_key(v) for v in deps), tuple(map(str, acc.pitches)))
+            flat = self._shared(fkey, deps, memo, lambda: memory.flat_index(lw, acc, regs))
+            if acc.space == "global" and isinstance(flat, Reg):  # the byte offset shared too
+                size = BYTES[acc.elem]
+                off = self._shared(("bytes", flat.name, size), (flat,), memo,
+                                   lambda: memory.byte_offset(lw, flat, size))  # fmt: skip
+                memo[key] = lw.b.op("add", "u64", acc.base, off, hint="a")
+            else:
+                memo[key] = memory.address(lw, acc, flat)
         return memo[key]
 
     def _const_offset(self, acc, p):
@@ -625,11 +636,10 @@ class Sweeper:
         for a, limits in enumerate(acc.bounds):
             reg, k = p.coords[a]
             for lim_v in limits:
-                key = ("lim", acc.key, a, _key(lim_v), _key(reg))
-                if key not in memo:
-                    start = iadd(b, t, acc.starts[a], reg)
-                    memo[key] = isub(b, t, lim_v, start)
-                lim = memo[key]
+                lim = self._shared(("lim", _key(lim_v), _key(acc.starts[a]), _key(reg)),
+                                   (lim_v, acc.starts[a], reg), memo,
+                                   lambda lim_v=lim_v, s=acc.starts[a], r=reg:
+                                   isub(b, t, lim_v, iadd(b, t, s, r)))  # fmt: skip
                 tests = [(k, preds)]
                 if halves and a == last:
                     tests.append((k + p.lanes // 2, second))
@@ -641,37 +651,50 @@ class Sweeper:
                             return None, False
                         second_never = True
                         continue
-                    pkey = ("in", acc.key, a, _key(lim_v), _key(reg), at)
-                    if pkey not in memo:
-                        memo[pkey] = b.op("setp", "pred", lim, Imm(at, t), cmp="gt", type=t)
-                    into.append(memo[pkey])
+                    into.append(self._shared(("in", lim.name, at), (lim,), memo,
+                                             lambda lim=lim, at=at: b.op("setp", "pred", lim,
+                                             Imm(at, t), cmp="gt", type=t)))  # fmt: skip
         first = self._all(preds, memo)
         if second_never:
             return memory.Halves(None, first if first is not None else self._true()), True
         if second:
             full = self._all(preds + second, memo)
-            nkey = ("not", full.name)
-            if nkey not in memo:
-                memo[nkey] = b.op("not", "pred", full)
-            only = memo[nkey] if first is None else self._all([first, memo[nkey]], memo)
+            off = self._shared(("not", full.name), (full,), memo,
+                               lambda: b.op("not", "pred", full))  # fmt: skip
+            only = off if first is None else self._all([first, off], memo)
             return memory.Halves(full, only), True
         return first, True
 
     def _true(self):
         b, t = self.lw.b, self.lw.idx
-        return b.op("setp", "pred", Imm(0, t), Imm(0, t), cmp="eq", type=t)
+        return b.once(("true",), lambda: b.op("setp", "pred", Imm(0, t), Imm(0, t), cmp="eq",
+                                              type=t))  # fmt: skip
 
     def _all(self, preds, memo):
-        """The conjunction of `preds` (memoised); None when there are none."""
+        """The conjunction of `preds` (shared, `_shared`); None when there are none."""
         if not preds:
             return None
         out = preds[0]
         for q in preds[1:]:
-            ckey = ("and", out.name, q.name)
-            if ckey not in memo:
-                memo[ckey] = self.lw.b.op("and", "pred", out, q)
-            out = memo[ckey]
+            out = self._shared(("and", out.name, q.name), (out, q), memo,
+                               lambda out=out, q=q: self.lw.b.op("and", "pred", out, q))  # fmt: skip
         return out
+
+    def _shared(self, key, deps, memo, make):
+        """The guard value `key`, made by `make()` once. When all its `deps` are
+        invariant (`Builder.invariant`: parameters and prologue values, such as a Sweep
+        layout's per-thread coordinates and the extents), once per block scope
+        (`Builder.scoped`): the X load, the W load and the Y store of one arm test the
+        same columns against `N` with one `setp`, and a later statement in the same
+        block (or a block inside it) reuses it; else in `memo`, once for the statement
+        (its point's `State`). Kept out of the prologue: predicates live across the
+        whole kernel cost registers (layer_norm at BLOCK=8192 went past 64)."""
+        b = self.lw.b
+        if b.invariant(*deps):
+            return b.scoped(("guard", key), make)
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
 
     def pieces(self, acc, p) -> list[Point] | None:
         """`p` cut into pieces of `acc`'s proven width, when its vectors are wider than
