@@ -47,7 +47,6 @@ class Builder:
         self.span = None  # the span of the user's line being lowered
         self.cache: dict = {}  # prologue values by key (tid.x, ctaid.x, ...)
         self.fixed: set[str] = set()  # registers the prologue writes (once, before any read)
-        self.scopes: list[dict] = [{}]  # values shared within a block and the blocks in it
 
     # -- registers -----------------------------------------------------------
 
@@ -107,12 +106,10 @@ class Builder:
         """Open a nested block; on exit `region.block` holds what was emitted in it."""
         r = Region([])
         self.stack.append(r.items)
-        self.scopes.append({})
         try:
             yield r
         finally:
             self.stack.pop()
-            self.scopes.pop()
             r.block = lir.Block(tuple(r.items))
 
     @contextmanager
@@ -147,18 +144,6 @@ class Builder:
             or (isinstance(v, Reg) and (v.name in self.reserved or v.name in self.fixed))
             for v in values
         )
-
-    def scoped(self, key, make):
-        """The value `key`, made by `make()` here the first time it is asked for in
-        this block or a block around it; it serves the rest of this block and the
-        blocks opened in it, and is forgotten when the block closes (a value made in a
-        loop body or in one arm of a branch is not seen after it, nor in the other
-        arm). Only for values of invariant operands (`invariant`)."""
-        for scope in reversed(self.scopes):
-            if key in scope:
-                return scope[key]
-        value = self.scopes[-1][key] = make()
-        return value
 
     def finish(self) -> lir.Block:
         """The kernel body: the prologue, then everything emitted at the top level."""

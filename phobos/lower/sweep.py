@@ -681,17 +681,11 @@ class Sweeper:
         return out
 
     def _shared(self, key, deps, memo, make):
-        """The guard value `key`, made by `make()` once. When all its `deps` are
-        invariant (`Builder.invariant`: parameters and prologue values, such as a Sweep
-        layout's per-thread coordinates and the extents), once per block scope
-        (`Builder.scoped`): the X load, the W load and the Y store of one arm test the
-        same columns against `N` with one `setp`, and a later statement in the same
-        block (or a block inside it) reuses it; else in `memo`, once for the statement
-        (its point's `State`). Kept out of the prologue: predicates live across the
-        whole kernel cost registers (layer_norm at BLOCK=8192 went past 64)."""
-        b = self.lw.b
-        if b.invariant(*deps):
-            return b.scoped(("guard", key), make)
+        """The guard value `key`, made by `make()` once for the statement (its point's
+        `State`): the W load, the B load and the Y store of one statement test the same
+        columns against `N` with one `setp`. Not shared across statements: a predicate
+        kept live across a kernel's reductions costs registers (softmax at BLOCK=16384,
+        T=512 went from 61 to 64 and, on the card, lost half its occupancy)."""
         if key not in memo:
             memo[key] = make()
         return memo[key]
