@@ -59,13 +59,16 @@ def signature(args, tensor_slots) -> tuple | None:
 
 
 def _signature(args, tensor_slots) -> tuple | None:
+    if len(args) != len(tensor_slots):
+        return None
     key = []
-    for arg, is_tensor in zip(args, tensor_slots, strict=False):
+    for arg, is_tensor in zip(args, tensor_slots, strict=True):
         t = type(arg)
         if not is_tensor:
             key.append(t)
-        elif _torch_like(arg):
-            key.append((t, arg.dtype, tuple(arg.shape), tuple(arg.stride()), arg.get_device(),
+        elif _TORCH_LIKE.get(t) or _torch_like(arg):
+            # torch.Size and stride() are tuples already: hashable as they come.
+            key.append((t, arg.dtype, arg.shape, arg.stride(), arg.get_device(),
                         arg.requires_grad))  # fmt: skip
         else:
             cai = getattr(arg, "__cuda_array_interface__", None)
@@ -74,13 +77,11 @@ def _signature(args, tensor_slots) -> tuple | None:
             strides = cai.get("strides")
             key.append((t, cai["typestr"], tuple(cai["shape"]), strides and tuple(strides),
                         cai["data"][1]))  # the read-only flag  # fmt: skip
-    if len(args) != len(tensor_slots):
-        return None
     return tuple(key)
 
 
 def _pointer(arg: Any) -> int:
-    if _torch_like(arg):
+    if _TORCH_LIKE.get(type(arg)) or _torch_like(arg):
         return arg.data_ptr()
     return arg.__cuda_array_interface__["data"][0]
 
