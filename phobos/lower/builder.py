@@ -46,7 +46,6 @@ class Builder:
         self.prologue: list = []
         self.span = None  # the span of the user's line being lowered
         self.cache: dict = {}  # prologue values by key (tid.x, ctaid.x, ...)
-        self.fixed: set[str] = set()  # registers the prologue writes (once, before any read)
 
     # -- registers -----------------------------------------------------------
 
@@ -70,8 +69,6 @@ class Builder:
         if attrs.get("vec") == 1:  # the text form leaves a scalar access's width out
             del attrs["vec"]
         i = lir.inst(op, dests, srcs, guard=guard, guard_negated=negated, span=self.span, **attrs)
-        if self.stack[-1] is self.prologue:
-            self.fixed.update(d.name for d in dests)
         self.stack[-1].append(i)
         return i
 
@@ -128,22 +125,6 @@ class Builder:
             with self.at_prologue():
                 self.cache[key] = make()
         return self.cache[key]
-
-    def invariant(self, *values) -> bool:
-        """Whether every value holds the same wherever the kernel reads it: an
-        immediate, a parameter slot, or a register the prologue writes. A value made
-        of invariants only may be computed once, in the prologue (`once`), and shared
-        by every statement, loop and branch of the kernel.
-
-            >>> b = Builder({"N"})
-            >>> b.invariant(Reg("N", "s32"), Imm(0, "s32"), b.reg("s32"))
-            False
-        """
-        return all(
-            isinstance(v, Imm)
-            or (isinstance(v, Reg) and (v.name in self.reserved or v.name in self.fixed))
-            for v in values
-        )
 
     def finish(self) -> lir.Block:
         """The kernel body: the prologue, then everything emitted at the top level."""

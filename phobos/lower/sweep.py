@@ -584,10 +584,10 @@ class Sweeper:
         if key not in memo:
             deps = (*acc.starts, *regs, *(q for q in acc.pitches if not isinstance(q, int)))
             fkey = ("flat", tuple(_key(v) for v in deps), tuple(map(str, acc.pitches)))
-            flat = self._shared(fkey, deps, memo, lambda: memory.flat_index(lw, acc, regs))
+            flat = self._shared(fkey, memo, lambda: memory.flat_index(lw, acc, regs))
             if acc.space == "global" and isinstance(flat, Reg):  # the byte offset shared too
                 size = BYTES[acc.elem]
-                off = self._shared(("bytes", flat.name, size), (flat,), memo,
+                off = self._shared(("bytes", flat.name, size), memo,
                                    lambda: memory.byte_offset(lw, flat, size))  # fmt: skip
                 memo[key] = lw.b.op("add", "u64", acc.base, off, hint="a")
             else:
@@ -636,8 +636,7 @@ class Sweeper:
         for a, limits in enumerate(acc.bounds):
             reg, k = p.coords[a]
             for lim_v in limits:
-                lim = self._shared(("lim", _key(lim_v), _key(acc.starts[a]), _key(reg)),
-                                   (lim_v, acc.starts[a], reg), memo,
+                lim = self._shared(("lim", _key(lim_v), _key(acc.starts[a]), _key(reg)), memo,
                                    lambda lim_v=lim_v, s=acc.starts[a], r=reg:
                                    isub(b, t, lim_v, iadd(b, t, s, r)))  # fmt: skip
                 tests = [(k, preds)]
@@ -651,7 +650,7 @@ class Sweeper:
                             return None, False
                         second_never = True
                         continue
-                    into.append(self._shared(("in", lim.name, at), (lim,), memo,
+                    into.append(self._shared(("in", lim.name, at), memo,
                                              lambda lim=lim, at=at: b.op("setp", "pred", lim,
                                              Imm(at, t), cmp="gt", type=t)))  # fmt: skip
         first = self._all(preds, memo)
@@ -659,7 +658,7 @@ class Sweeper:
             return memory.Halves(None, first if first is not None else self._true()), True
         if second:
             full = self._all(preds + second, memo)
-            off = self._shared(("not", full.name), (full,), memo,
+            off = self._shared(("not", full.name), memo,
                                lambda: b.op("not", "pred", full))  # fmt: skip
             only = off if first is None else self._all([first, off], memo)
             return memory.Halves(full, only), True
@@ -676,11 +675,11 @@ class Sweeper:
             return None
         out = preds[0]
         for q in preds[1:]:
-            out = self._shared(("and", out.name, q.name), (out, q), memo,
+            out = self._shared(("and", out.name, q.name), memo,
                                lambda out=out, q=q: self.lw.b.op("and", "pred", out, q))  # fmt: skip
         return out
 
-    def _shared(self, key, deps, memo, make):
+    def _shared(self, key, memo, make):
         """The guard value `key`, made by `make()` once for the statement (its point's
         `State`): the W load, the B load and the Y store of one statement test the same
         columns against `N` with one `setp`. Not shared across statements: a predicate
