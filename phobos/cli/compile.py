@@ -297,6 +297,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run_tool(prog, parser, argv, stdout, stderr, color, body) -> int:
+    """What `phobos-compile` and `ph2py` share: the session, parsing `argv` with
+    `parser`, usage errors as one line (exit 2); `body(session, opts)` does the rest."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    session = Session(prog, stdout, stderr)
+    session.color = use_color(stderr) if color is None else color
+    try:
+        try:
+            opts = parser.parse_intermixed_args(list(argv))
+        except SystemExit as exc:  # --help
+            return int(exc.code or 0)
+        session.error_format = opts.error_format
+        return body(session, opts)
+    except UsageError as exc:
+        stderr.write(f"{_paint_error(session.color)}: {exc}\n")
+        return EXIT_USAGE
+
+
 def run(
     argv: Sequence[str],
     stdout: TextIO | None = None,
@@ -304,16 +323,8 @@ def run(
     color: bool | None = None,
 ) -> int:
     """Run `phobos-compile` with `argv` (without the program name); return the exit status."""
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
-    session = Session("phobos-compile", stdout, stderr)
-    session.color = use_color(stderr) if color is None else color
-    try:
-        try:
-            opts = build_parser().parse_intermixed_args(list(argv))
-        except SystemExit as exc:  # --help
-            return int(exc.code or 0)
-        session.error_format = opts.error_format
+
+    def body(session, opts) -> int:
         if opts.explain is not None:
             return explain_code(session, opts.explain)
         if not opts.files:
@@ -324,9 +335,8 @@ def run(
             emit = "ptx" if ptx_out else "ast"
         options = driver.Options(opts.chip, opts.all_variants, opts.check_races)
         return compile_files(session, opts.files, emit, opts.output, opts.origin, options)
-    except UsageError as exc:
-        stderr.write(f"{_paint_error(session.color)}: {exc}\n")
-        return EXIT_USAGE
+
+    return run_tool("phobos-compile", build_parser(), argv, stdout, stderr, color, body)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,15 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from phobos.cli.compile import (
-    EXIT_USAGE,
-    Session,
-    UsageError,
-    _paint_error,
-    _Parser,
-    compile_files,
-    use_color,
-)
+from phobos.cli.compile import UsageError, _Parser, compile_files, run_tool
 from phobos.diagnostics.diagnostic import Diagnostic
 
 
@@ -46,16 +38,8 @@ def run(
     color: bool | None = None,
 ) -> int:
     """Run `ph2py` with `argv` (without the program name); return the exit status."""
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
-    session = Session("ph2py", stdout, stderr)
-    session.color = use_color(stderr) if color is None else color
-    try:
-        try:
-            opts = build_parser().parse_intermixed_args(list(argv))
-        except SystemExit as exc:  # --help
-            return int(exc.code or 0)
-        session.error_format = opts.error_format
+
+    def body(session, opts) -> int:
         if not opts.files:
             raise UsageError("no input files (see `ph2py --help`)")
         for path in opts.files:
@@ -68,9 +52,8 @@ def run(
                     )
                 )
         return compile_files(session, opts.files, "py", opts.output)
-    except UsageError as exc:
-        stderr.write(f"{_paint_error(session.color)}: {exc}\n")
-        return EXIT_USAGE
+
+    return run_tool("ph2py", build_parser(), argv, stdout, stderr, color, body)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

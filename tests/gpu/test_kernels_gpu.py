@@ -6,6 +6,8 @@ unwritten element shows; the same launch runs on `interp.tiles` on host copies.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -96,30 +98,7 @@ def test_rms_norm(block, n):
     )
 
 
-TWO_PHASE = """
-@persistent
-@launch(64)
-kernel total(X: tensor<f32>[N], Part: tensor<f32>[G], Out: tensor<f32>[1], bar: tensor<i32>[2]) {
-  var acc: f32 = 0.0
-  for i in range(ctx.block.x * ctx.threads + ctx.thread, N, ctx.blocks.x * ctx.threads) {
-    acc += X[i]
-  }
-  let s = sum<over ctx.thread>(acc)
-  if ctx.thread == 0 {
-    Part[ctx.block.x] = s
-  }
-  grid_barrier(bar)
-  if ctx.block.x == ctx.blocks.x - 1 {
-    var t: f32 = 0.0
-    for j in range(0, ctx.blocks.x) {
-      t += Part[j]
-    }
-    if ctx.thread == 0 {
-      Out[0] = t
-    }
-  }
-}
-"""
+TWO_PHASE = (Path(__file__).parents[1] / "kernels" / "two_phase.ph").read_text()
 
 
 def test_two_phase_reduction_over_grid_barrier():
