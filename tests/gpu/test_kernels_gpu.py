@@ -110,7 +110,8 @@ def test_two_phase_reduction_over_grid_barrier():
 
     program, diagnostics = parse(SourceFile("two_phase.ph", TWO_PHASE))
     assert not diagnostics
-    gpu = GpuKernel(build_kernel(program, "total").contract, build_kernel(program, "total").ptx)
+    built = build_kernel(program, "total")
+    gpu = GpuKernel(built.contract, built.ptx)
     bar = torch.zeros(2, dtype=torch.int32, device="cuda")  # zeroed once, reused
     for n in (1_000_000, 4 * 12_345):
         x = torch.randn(n, device="cuda")
