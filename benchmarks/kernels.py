@@ -18,7 +18,7 @@ def vector_add(x: ph.tensor[ph.f32][N], y: ph.tensor[ph.f32][N], out: ph.tensor[
 
 
 @ph.kernel
-@ph.autotune(BLOCK=[1024, 2048, 4096, 8192, 16384], T=[256, 128, 512])
+@ph.autotune(BLOCK=[1024, 2048, 4096, 8192, 16384], T=[256, 128, 512, 64, 32])
 @ph.launch("T")
 def softmax_rows(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N]):
     row: ph.let = ph.ctx.block.x
@@ -31,7 +31,7 @@ def softmax_rows(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N]):
 
 
 @ph.kernel
-@ph.autotune(BLOCK=[1024, 2048, 4096, 8192], T=[256, 128, 512])
+@ph.autotune(BLOCK=[1024, 2048, 4096, 8192], T=[256, 128, 512, 64, 32])
 @ph.launch("T")
 def layer_norm(
     X: ph.tensor[ph.f16][M, N],
@@ -52,7 +52,7 @@ def layer_norm(
 
 
 @ph.kernel
-@ph.autotune(BLOCK=[1024, 2048, 4096, 8192], T=[256, 128, 512])
+@ph.autotune(BLOCK=[1024, 2048, 4096, 8192], T=[256, 128, 512, 64, 32])
 @ph.launch("T")
 def rms_norm(
     X: ph.tensor[ph.f16][M, N],

@@ -33,7 +33,7 @@ from phobos.diagnostics import CompileError, Diagnostic
 from phobos.pyfront.reader import source_of
 from phobos.pyfront.translate import ItemInfo, Translation, translate
 from phobos.runtime.errors import ArgumentTypeError, LaunchError
-from phobos.runtime.fastpath import signature
+from phobos.runtime.fastpath import read
 from phobos.source import SourceFile
 from phobos.syntax import ast as ph
 
@@ -129,7 +129,23 @@ def _raise_if_errors(translation: Translation, items: list[ItemInfo]) -> None:
 
 def interpreting() -> bool:
     """Whether `PHOBOS_INTERPRET` asks every launch to run on the CPU interpreter."""
+    if _ENV_DATA is not None:
+        # Read on every launch, so the environment's encoded copy is read: `os.environ`
+        # would encode the name again each time (half a microsecond of a launch).
+        value = _ENV_DATA.get(_INTERPRET_KEY)
+        return value is not None and value not in (b"", b"0", "", "0")
     return os.environ.get("PHOBOS_INTERPRET", "") not in ("", "0")
+
+
+def _environment_data():
+    data = getattr(os.environ, "_data", None)
+    encode = getattr(os.environ, "encodekey", None)
+    if type(data) is not dict or encode is None:
+        return None, None
+    return data, encode("PHOBOS_INTERPRET")
+
+
+_ENV_DATA, _INTERPRET_KEY = _environment_data()
 
 
 class _Launcher:
@@ -154,11 +170,12 @@ class _Launcher:
         # the plans of this variant's kernels (one per chip launched on) never clash.
         chips = kernel._gpu_chips
         if chips and not kwargs and not interpreting():
-            key = signature(args, next(iter(chips.values()))._tensor_slots)
-            if key is not None:
+            found = read(args, next(iter(chips.values()))._tensor_slots)
+            if found is not None:
+                key, pointers = found
                 for gpu in chips.values():
                     plan = gpu._plans.get(key)
-                    if plan is not None and plan.launch(self.grid, args, stream):
+                    if plan is not None and plan.launch(self.grid, args, pointers, stream):
                         return
         checked = kernel.checked(kernel._variant)
         args = _by_position(checked, args, kwargs)

@@ -155,6 +155,7 @@ class DriverUnavailable(OSError):
 
 _LIB: Any = None
 _FUNCS: dict[str, Any] = {}
+_RAW_LAUNCH: Any = None  # raw_launch_kernel's function, once per library
 _LOCK = threading.RLock()
 _INITIALISED = False
 _COUNT: int | None = None
@@ -177,9 +178,10 @@ def library() -> Any:
 def use_library(lib: Any) -> Any:
     """Call `lib` (an object with the driver's functions as attributes) from now on;
     returns the one it replaces (None when none was opened). For tests."""
-    global _LIB, _INITIALISED, _COUNT
+    global _LIB, _INITIALISED, _COUNT, _RAW_LAUNCH
     previous, _LIB = _LIB, lib
     _COUNT = None
+    _RAW_LAUNCH = None
     _FUNCS.clear()
     _DEVICES.clear()
     _CURRENT.__dict__.clear()
@@ -519,6 +521,35 @@ def launch_kernel(func: int, grid, block, shared: int, stream: int, params) -> N
     )
     if status:
         check(status, "cuLaunchKernel")
+
+
+def raw_launch_kernel():
+    """`cuLaunchKernel` for the launch fast path: called as
+    `f(func, gx, gy, gz, bx, by, bz, shared, stream, params, None)` with `func` and a
+    nonzero `stream` as `c_void_p`, the counts as ints below 2**31; returns the status.
+
+    It has no `argtypes`: ctypes then converts nothing (the argument objects are made
+    once per plan), a third of the call's cost. `CDLL[name]` gives a function object
+    of its own, so `launch_kernel`'s checked one keeps its argument types.
+    """
+    global _RAW_LAUNCH
+    if _RAW_LAUNCH is None:
+        lib = library()
+        if isinstance(lib, ctypes.CDLL):
+            raw = lib[_SIGNATURES["cuLaunchKernel"][0]]
+            raw.restype = c_int
+        else:  # a stand-in driver (tests) takes plain ints
+            checked = _fn("cuLaunchKernel")
+
+            def raw(func, *rest):
+                return checked(func.value, *(_plain(v) for v in rest))
+
+        _RAW_LAUNCH = raw
+    return _RAW_LAUNCH
+
+
+def _plain(v):
+    return v.value if isinstance(v, c_void_p) else v
 
 
 def launch_cooperative_kernel(func: int, grid, block, shared: int, stream: int, params) -> None:

@@ -18,6 +18,7 @@ interface dict.
 
 from __future__ import annotations
 
+import ctypes
 import math
 from typing import Any
 
@@ -49,19 +50,21 @@ def _torch_like(arg: Any) -> bool:
     return found
 
 
-def signature(args, tensor_slots) -> tuple | None:
-    """The signature of `args`, or None when one cannot be read cheaply (the whole
-    path then binds, and refuses what it must, with its own errors)."""
+def read(args, tensor_slots) -> tuple[tuple, list[int]] | None:
+    """The signature of `args` and their tensors' data pointers, in one pass; None
+    when they cannot be read cheaply (the whole path then binds, and refuses what it
+    must, with its own errors)."""
     try:
-        return _signature(args, tensor_slots)
+        return _read(args, tensor_slots)
     except Exception:  # a sparse tensor has no strides, an odd object no dtype
         return None
 
 
-def _signature(args, tensor_slots) -> tuple | None:
+def _read(args, tensor_slots):
     if len(args) != len(tensor_slots):
         return None
     key = []
+    pointers = []
     for arg, is_tensor in zip(args, tensor_slots, strict=True):
         t = type(arg)
         if not is_tensor:
@@ -70,71 +73,79 @@ def _signature(args, tensor_slots) -> tuple | None:
             # torch.Size and stride() are tuples already: hashable as they come.
             key.append((t, arg.dtype, arg.shape, arg.stride(), arg.get_device(),
                         arg.requires_grad))  # fmt: skip
+            pointers.append(arg.data_ptr())
         else:
             cai = getattr(arg, "__cuda_array_interface__", None)
             if cai is None:
                 return None
             strides = cai.get("strides")
+            data = cai["data"]
             key.append((t, cai["typestr"], tuple(cai["shape"]), strides and tuple(strides),
-                        cai["data"][1]))  # the read-only flag  # fmt: skip
-    return tuple(key)
-
-
-def _pointer(arg: Any) -> int:
-    if _TORCH_LIKE.get(type(arg)) or _torch_like(arg):
-        return arg.data_ptr()
-    return arg.__cuda_array_interface__["data"][0]
+                        data[1]))  # the read-only flag  # fmt: skip
+            pointers.append(data[0])
+    return tuple(key), pointers
 
 
 class Plan:
-    """One signature's launch: built from a launch that bound fully and succeeded."""
+    """One signature's launch: built from a launch that bound fully and succeeded.
+
+    A plan owns its slots (a `Packer` of its own), filled from that first launch: the
+    extents, fixed by the signature, are never written again; a later launch writes
+    only the pointers and the scalars.
+    """
 
     def __init__(self, kernel, bound, function) -> None:
+        from phobos.runtime.launch_gpu import Packer
+
         contract = kernel.contract
         self.function = function
         self.device = function.device
-        self.packer = kernel.packer
-        self.threads = (contract.threads, 1, 1)
+        self.packer = Packer(contract)
+        self.params = self.packer.pack(bound)
+        self.lock = self.packer.lock
+        self.handle = ctypes.c_void_p(function.handle)
+        self.threads = contract.threads
         self.shared = contract.dynamic_smem
         self.meta = {**bound.dims, **contract.variant}
-        # Per slot: how to fill it on a launch.
-        self.fill = []
-        args = contract.arguments
+        self.single = cuda.device_count() == 1
+        # Per slot to write on a launch: pointers by their tensor's position among the
+        # tensor arguments; scalars by the argument's position, with their type.
+        tensors = [n for n in contract.arguments if n in contract.tensors]
+        self.pointers = []
+        self.scalars = []
         for value, kind, name, _convert, _limit in self.packer.plan:
-            if kind == 0:  # a pointer: read it, check its alignment
-                # Binding for the GPU checked 16-byte alignment; keep checking it.
-                self.fill.append((value, 0, args.index(name), 16))
-            elif kind == 1:  # a scalar: convert with a range check
+            if kind == 0:
+                self.pointers.append((value, tensors.index(name)))
+            elif kind == 1:
                 stype = contract.scalars[name]
-                self.fill.append((value, 1, args.index(name), stype))
-            else:  # an extent: fixed by the signature
-                self.fill.append((value, 2, bound.dims[name], None))
+                self.scalars.append((value, contract.arguments.index(name), stype))
 
-    def launch(self, grid, args, stream) -> bool:
+    def launch(self, grid, args, pointers, stream) -> bool:
         """Launch, or return False for the whole path to handle (and explain) it."""
-        packer = self.packer
-        with packer.lock:
-            for value, kind, what, extra in self.fill:
-                if kind == 0:
-                    ptr = _pointer(args[what])
-                    if ptr % extra:
-                        return False
-                    value.value = ptr
-                elif kind == 1:
-                    v = _scalar(args[what], extra)
-                    if v is None:
-                        return False
-                    value.value = v
-                else:
-                    value.value = what
-            counts = self._grid(grid)
-            if counts is None:
-                return False
-            self.device.activate()
-            handle = 0 if stream is None else _stream(stream)
-            cuda.launch_kernel(
-                self.function.handle, counts, self.threads, self.shared, handle, packer.params
-            )
+        counts = self._grid(grid)
+        if counts is None:
+            return False
+        with self.lock:
+            for value, i in self.pointers:
+                ptr = pointers[i]
+                if ptr & 15:  # binding for the GPU checked 16-byte alignment; keep checking it
+                    return False
+                value.value = ptr
+            for value, i, stype in self.scalars:
+                v = _scalar(args[i], stype)
+                if v is None:
+                    return False
+                value.value = v
+            if not (self.single and getattr(cuda._CURRENT, "ctx", None) == self.device._context):
+                self.device.activate()
+            handle = None if stream is None else _stream(stream)
+            handle = ctypes.c_void_p(handle) if handle else None  # None: a whole NULL
+            status = (cuda._RAW_LAUNCH or cuda.raw_launch_kernel())(
+                self.handle, counts[0], counts[1], counts[2], self.threads, 1, 1, self.shared,
+                handle, self.params, None,
+            )  # fmt: skip
+        if status:
+            cuda.check(status, "cuLaunchKernel")
         return True
 
     def _grid(self, grid):

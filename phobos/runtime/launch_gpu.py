@@ -30,7 +30,7 @@ from phobos.runtime.binding import Bound, bind, resolve_grid
 from phobos.runtime.cache import KernelCache, Key, compiler_fingerprint, entry_key
 from phobos.runtime.contract import KernelContract
 from phobos.runtime.errors import ArgumentValueError, LaunchError
-from phobos.runtime.fastpath import Plan, signature
+from phobos.runtime.fastpath import Plan, read
 from phobos.sema import hir
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory allowed without opting in
@@ -310,10 +310,12 @@ class GpuKernel:
         """
         key = None
         if shared is None and not self.contract.persistent:
-            key = signature(args, self._tensor_slots)
-            plan = self._plans.get(key) if key is not None else None
-            if plan is not None and plan.launch(grid, args, stream):
-                return None
+            found = read(args, self._tensor_slots)
+            if found is not None:
+                key, pointers = found
+                plan = self._plans.get(key)
+                if plan is not None and plan.launch(grid, args, pointers, stream):
+                    return None
         bound = self.bind(args, stream)
         device = cuda.device(arrays_device(self.contract.name, bound))
         function = self.function(device)

@@ -133,7 +133,7 @@ def test_a_grid_function_gets_its_own_copy_of_the_extents(kernel):
 
 
 def test_an_unreadable_argument_has_no_signature():
-    from phobos.runtime.fastpath import signature
+    from phobos.runtime.fastpath import read
 
     class Odd:
         def data_ptr(self):
@@ -142,7 +142,7 @@ def test_an_unreadable_argument_has_no_signature():
         def get_device(self):
             return 0
 
-    assert signature((Odd(), 1.0), (True, False)) is None
+    assert read((Odd(), 1.0), (True, False)) is None
 
 
 def test_with_several_gpus_only_torch_like_arrays_take_the_fast_path(tmp_path, monkeypatch):
@@ -163,3 +163,25 @@ def test_with_several_gpus_only_torch_like_arrays_take_the_fast_path(tmp_path, m
         assert len(binds) == 3  # the interface dict does not say which device
     finally:
         cuda.use_library(previous)
+
+
+def test_a_plan_writes_pointers_and_scalars_and_keeps_its_extents(kernel):
+    gpu, fake = kernel
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))
+    gpu.launch((1,), (DeviceArray(128, 0x20000), 2.0))  # a second signature, a second plan
+    gpu.launch((1,), (DeviceArray(64, 0x30000), 3.0))  # the first plan again
+    ptr, alpha, n = fake.launches[-1]["slots"]
+    assert struct.unpack("<Q", ptr)[0] == 0x30000
+    assert struct.unpack("<f", alpha[:4])[0] == 3.0
+    assert struct.unpack("<i", n[:4])[0] == 64  # not the other plan's 128
+
+
+def test_the_fast_path_passes_the_stream_and_raises_the_drivers_error(kernel):
+    gpu, fake = kernel
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0), stream=0x77)
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0), stream=0x88)
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))
+    assert [launch["stream"] for launch in fake.launches] == [0x77, 0x88, None]
+    fake.fail["cuLaunchKernel"] = 701
+    with pytest.raises(cuda.CudaError, match="cuLaunchKernel failed"):
+        gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))

@@ -7,6 +7,8 @@ chip of the device that launches it.
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from test_cuda_fake import FakeDriver
 
@@ -132,3 +134,21 @@ def test_one_gpu_asks_the_driver_nothing_to_pick_the_chip(tmp_path, monkeypatch)
         assert len(fake.launches) == 2
     finally:
         cuda.use_library(previous)
+
+
+def test_phobos_interpret_set_after_gpu_launches_still_takes_the_interpreter(driver, monkeypatch):
+    k = scale.variant()
+    k._gpu.clear()
+    driver.pointer_devices = {0x20000: 0}
+    k[(1,)](TorchLike(256, 0x20000, 0), 1.0)
+    k[(1,)](TorchLike(256, 0x20000, 0), 1.0)  # a fast-path launch: the plan exists
+    assert len(driver.launches) == 2
+    on_cpu = []
+    module = sys.modules["phobos.runtime.launch_cpu"]
+    monkeypatch.setattr(module, "launch_cpu", lambda *a, **kw: on_cpu.append(kw))
+    monkeypatch.setenv("PHOBOS_INTERPRET", "1")
+    k[(1,)](TorchLike(256, 0x20000, 0), 1.0)
+    assert on_cpu == [{"copy_device": True}] and len(driver.launches) == 2
+    monkeypatch.setenv("PHOBOS_INTERPRET", "0")
+    k[(1,)](TorchLike(256, 0x20000, 0), 1.0)
+    assert len(driver.launches) == 3
