@@ -76,3 +76,67 @@ def launch4(
     d: ph.tensor[ph.f32][N],
 ):
     d[0:+64] = a[0:+64] + b[0:+64] + c[0:+64]
+
+
+# ---------------------------------------------------------------------------
+# The row kernels again, reading a row ahead: a CTA walks rows block.x, block.x + G, ...
+# (G the grid's CTA count) and loads its next row before it reduces the current one,
+# so that row's loads are in flight through both reductions and their barriers.
+
+
+@ph.kernel
+@ph.autotune(BLOCK=[1024, 2048, 4096, 8192, 16384], T=[256, 128, 512, 64, 32])
+@ph.launch("T")
+def softmax_rows_ahead(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N]):
+    step: ph.let = ph.ctx.blocks.x
+    ahead: ph.var[ph.tile[ph.f32][1, BLOCK]] = X[ph.ctx.block.x, 0:+BLOCK]
+    for row in range(ph.ctx.block.x, M, step):
+        x: ph.var[ph.tile[ph.f32][1, BLOCK]] = ph.where(ph.iota(1) < N, ahead, -1.0e30)
+        ahead = X[row + step, 0:+BLOCK]  # past M the slice reads 0
+        m: ph.var[ph.tile[ph.f32][1, 1]] = ph.rowmax(x)
+        e: ph.var[ph.tile[ph.f32][1, BLOCK]] = ph.exp(x - m)
+        s: ph.var[ph.tile[ph.f32][1, 1]] = ph.rowsum(e)
+        Y[row, 0:+BLOCK] = e / s
+
+
+@ph.kernel
+@ph.autotune(BLOCK=[1024, 2048, 4096, 8192], T=[256, 128, 512, 64, 32])
+@ph.launch("T")
+def layer_norm_ahead(
+    X: ph.tensor[ph.f16][M, N],
+    Y: ph.tensor[ph.f16][M, N],
+    W: ph.tensor[ph.f16][1, N],
+    B: ph.tensor[ph.f16][1, N],
+    eps: ph.f32,
+):
+    step: ph.let = ph.ctx.blocks.x
+    n: ph.let = ph.f32(N)
+    ahead: ph.var[ph.tile[ph.f16][1, BLOCK]] = X[ph.ctx.block.x, 0:+BLOCK]
+    for row in range(ph.ctx.block.x, M, step):
+        x: ph.var[ph.tile[ph.f32][1, BLOCK]] = ph.f32(ahead)
+        ahead = X[row + step, 0:+BLOCK]
+        mean: ph.var[ph.tile[ph.f32][1, 1]] = ph.rowsum(x)
+        mean = mean / n
+        d: ph.var[ph.tile[ph.f32][1, BLOCK]] = ph.where(ph.iota(1) < N, x - mean, 0.0)
+        v: ph.var[ph.tile[ph.f32][1, 1]] = ph.rowsum(d * d)
+        rstd: ph.var[ph.tile[ph.f32][1, 1]] = ph.rsqrt(v / n + eps)
+        Y[row, 0:+BLOCK] = ph.f16(d * rstd * ph.f32(W[0, 0:+BLOCK]) + ph.f32(B[0, 0:+BLOCK]))
+
+
+@ph.kernel
+@ph.autotune(BLOCK=[1024, 2048, 4096, 8192], T=[256, 128, 512, 64, 32])
+@ph.launch("T")
+def rms_norm_ahead(
+    X: ph.tensor[ph.f16][M, N],
+    Y: ph.tensor[ph.f16][M, N],
+    W: ph.tensor[ph.f16][1, N],
+    eps: ph.f32,
+):
+    step: ph.let = ph.ctx.blocks.x
+    ahead: ph.var[ph.tile[ph.f16][1, BLOCK]] = X[ph.ctx.block.x, 0:+BLOCK]
+    for row in range(ph.ctx.block.x, M, step):
+        x: ph.var[ph.tile[ph.f32][1, BLOCK]] = ph.f32(ahead)
+        ahead = X[row + step, 0:+BLOCK]
+        ms: ph.var[ph.tile[ph.f32][1, 1]] = ph.rowsum(x * x)
+        rstd: ph.var[ph.tile[ph.f32][1, 1]] = ph.rsqrt(ms / ph.f32(N) + eps)
+        Y[row, 0:+BLOCK] = ph.f16(x * rstd * ph.f32(W[0, 0:+BLOCK]))
