@@ -2,11 +2,9 @@
 
 Run on a machine with an NVIDIA GPU and torch:
 
-    python benchmarks/probe_variants.py [--hints]
+    python benchmarks/probe_variants.py
 
-By default it times the row kernels that read a row ahead (`*_ahead` in
-benchmarks/kernels.py) at every CTA size T and at grids of 1, 2, 4, 8 and 16 CTAs an
-SM, next to the one-row-a-CTA kernels at every T. With `--hints`: for softmax, layer norm and RMSNorm at each benchmark size, every CTA size T of the
+For softmax, layer norm and RMSNorm at each benchmark size, every CTA size T of the
 kernel's @autotune list is compiled, and its PTX is also launched with cache hints
 spelled into its global accesses (`ld.global.nc`, `.L1::no_allocate`, the 256-byte L2
 prefetch, `st.global.cs`). Each variant's result is checked against float64 before it
@@ -69,69 +67,24 @@ def rel_error(out, ref) -> float:
     return float((out64 - ref).norm() / ref.norm())
 
 
-def problems(ahead: bool = False):
-    """(name, M, N, kernel, arguments, output, float64 reference, tolerance) for each
-    benchmark size; `ahead` picks the kernels that read a row ahead."""
-    soft, ln, rms = (ph_kernels.softmax_rows, ph_kernels.layer_norm, ph_kernels.rms_norm)
-    if ahead:
-        soft, ln, rms = (ph_kernels.softmax_rows_ahead, ph_kernels.layer_norm_ahead,
-                         ph_kernels.rms_norm_ahead)  # fmt: skip
+def problems():
     for m, n in ((4096, 1024), (4096, 4096), (4096, 16384)):
         x = torch.randn(m, n, device="cuda")
         y = torch.empty_like(x)
-        yield ("softmax", m, n, soft, (x, y), y, torch.softmax(x.double(), 1), 1e-5)
+        yield ("softmax", m, n, ph_kernels.softmax_rows, (x, y), y,
+               torch.softmax(x.double(), 1), 1e-5)  # fmt: skip
     for m, n in ((4096, 1024), (4096, 4096), (4096, 8192)):
         x = torch.randn(m, n, device="cuda", dtype=torch.float16)
         y = torch.empty_like(x)
         w = torch.rand(1, n, device="cuda", dtype=torch.float16)
         b = torch.rand(1, n, device="cuda", dtype=torch.float16)
-        ref = torch.nn.functional.layer_norm(x.double(), (n,), w[0].double(), b[0].double(), 1e-5)
-        yield ("layernorm", m, n, ln, (x, y, w, b, 1e-5), y, ref, 2e-3)
-        ref = x.double() / torch.sqrt((x.double() ** 2).mean(1, keepdim=True) + 1e-5) * w.double()
-        yield ("rmsnorm", m, n, rms, (x, y, w, 1e-5), y, ref, 2e-3)
-
-
-def timed(launch, out, ref, tol) -> float | None:
-    """Microseconds a launch, after checking its result (None when wrong)."""
-    out.fill_(float("nan"))
-    launch()
-    torch.cuda.synchronize()
-    if not rel_error(out, ref) <= tol:
-        return None
-    return do_bench(launch, warmup=50, rep=200, return_mode="median") * 1e3
-
-
-def probe_ahead() -> int:
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"{'kernel':10s} {'size':12s} {'T':>4s} {'grid':>6s} {'us':>8s}", flush=True)
-    plain = {(r[0], r[1], r[2]): r for r in problems()}
-    for name, m, n, kernel, args, out, ref, tol in problems(ahead=True):
-        block = 1 << (n - 1).bit_length()
-        rows = []
-        one_row = plain[(name, m, n)][3]
-        for t in kernel.checked().attrs.autotune["T"]:
-            for k, grid in ((one_row, m), *((kernel, sms * c) for c in (1, 2, 4, 8, 16))):
-                try:
-                    v = k.variant(BLOCK=block, T=t)
-                    us = timed(lambda v=v, g=grid, a=args: v[(g,)](*a), out, ref, tol)
-                except CompileError:
-                    break
-                label = "rows" if k is one_row else str(grid)
-                if us is None:
-                    print(f"{name:10s} {m}x{n:<7d} {t:4d} {label:>6s} WRONG", flush=True)
-                    continue
-                rows.append((us, t, label))
-                print(f"{name:10s} {m}x{n:<7d} {t:4d} {label:>6s} {us:8.1f}", flush=True)
-        rows.sort()
-        one = min(r for r in rows if r[2] == "rows")
-        print(f"== {name} {m}x{n}: best {rows[0][0]:.1f} us (T={rows[0][1]}, grid {rows[0][2]}); "
-              f"a row a CTA {one[0]:.1f} us (T={one[1]})", flush=True)  # fmt: skip
-    return 0
+        ln = torch.nn.functional.layer_norm(x.double(), (n,), w[0].double(), b[0].double(), 1e-5)
+        yield ("layernorm", m, n, ph_kernels.layer_norm, (x, y, w, b, 1e-5), y, ln, 2e-3)
+        rms = x.double() / torch.sqrt((x.double() ** 2).mean(1, keepdim=True) + 1e-5) * w.double()
+        yield ("rmsnorm", m, n, ph_kernels.rms_norm, (x, y, w, 1e-5), y, rms, 2e-3)
 
 
 def main() -> int:
-    if "--hints" not in sys.argv[1:]:
-        return probe_ahead()
     cache = KernelCache()
     print(f"{'kernel':10s} {'size':12s} {'T':>4s} {'hint':20s} {'us':>8s}", flush=True)
     for name, m, n, kernel, args, out, ref, tol in problems():

@@ -84,31 +84,3 @@ def test_softmax_rows_at_another_cta_size(rng, t):
     kernels.softmax_rows.variant(T=t)[(M,)](x, y)
     e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-7)
-
-
-# The kernels reading a row ahead walk rows block.x, block.x + G, ...: a grid of fewer
-# CTAs than rows (3 for 12: four rows each; 5 for 12: two or three each) covers them all.
-@pytest.mark.parametrize("grid", [3, 5, 12])
-def test_softmax_rows_ahead(rng, grid):
-    x = rng.standard_normal((12, N), dtype=np.float32) * 4
-    y = np.full_like(x, np.nan)
-    kernels.softmax_rows_ahead[(grid,)](x, y)
-    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
-    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-7)
-
-
-@pytest.mark.parametrize("grid", [3, 5])
-def test_norms_ahead(rng, grid):
-    x = rng.standard_normal((12, N)).astype(np.float16)
-    w = rng.random((1, N)).astype(np.float16)
-    b = rng.random((1, N)).astype(np.float16)
-    x64 = x.astype(np.float64)
-    y = np.full_like(x, np.nan)
-    kernels.layer_norm_ahead[(grid,)](x, y, w, b, 1e-5)
-    mean = x64.mean(axis=1, keepdims=True)
-    ref = (x64 - mean) / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5) * w + b
-    np.testing.assert_allclose(y.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
-    y = np.full_like(x, np.nan)
-    kernels.rms_norm_ahead[(grid,)](x, y, w, 1e-5)
-    ref = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-5) * w
-    np.testing.assert_allclose(y.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
