@@ -19,10 +19,10 @@ report with exit status 101.
 The unit's options say how: `chip` (the PTX target, default `sm_90`), `all_variants`
 (every variant of each kernel's `@autotune` space instead of each first choice; the
 entries are then named per variant, `saxpy__BLOCK_16`, and a variant that fails to
-lower or races is left out with a warning while another of its kernel compiles) and
-`check_races` (run each
-lowered kernel in the threads interpreter on small random inputs and report every
-shared-memory race and fault, `phobos.races`).
+lower or races is left out with a warning while another of its kernel compiles),
+`check_races` (run each lowered kernel in the threads interpreter on small random
+inputs and report every shared-memory race and fault, `phobos.races`) and `jobs` (how
+many processes lower and race-check the kernels; the output is the same whatever it is).
 
 `PHOBOS_DUMP=DIR` writes the text of every artifact made to `DIR/<file>.<artifact>`,
 and each kernel's own to `DIR/<kernel>[.<variant>].{ast,hir,lir,ptx,json}`.
@@ -49,11 +49,13 @@ log.configure()
 
 @dataclass(frozen=True)
 class Options:
-    """How to compile: the PTX target, which variants, whether to check for races."""
+    """How to compile: the PTX target, which variants, whether to check for races, and
+    how many processes may lower the kernels (1: this one)."""
 
     chip: str = "sm_90"
     all_variants: bool = False
     check_races: bool = False
+    jobs: int = 1
 
 
 @dataclass
@@ -142,39 +144,88 @@ def _dump_hir(kernels) -> str:
     return dump_kernels(kernels)
 
 
+@dataclass(frozen=True)
+class Lowering:
+    """What lowering one checked kernel made: its lir kernel (None when refused), the
+    lowering's errors, and the race check's diagnostics (empty when not asked)."""
+
+    lir: Any
+    errors: list[Diagnostic]
+    races: list[Diagnostic]
+
+
+def lower_variant(checked, entry: str | None, check_races: bool) -> Lowering:
+    """Lower one checked kernel, its `.entry` named `entry` (None: the kernel's name),
+    and under `check_races` run the race check on it.
+
+    The work `_lower` does per kernel, in this process or in a worker; the tuner's
+    `phobos.tune.variants` compiles each variant through it too.
+    """
+    from phobos import build
+
+    try:
+        lowered = build.lower(checked, entry)
+    except CompileError as exc:
+        return Lowering(None, list(exc.diagnostics), [])
+    if not check_races:
+        return Lowering(lowered, [], [])
+    from phobos.races import check_races as races_of
+
+    return Lowering(lowered, [], races_of(checked, lowered))
+
+
 def _lower(kernels, unit: Unit):
     """Lower every checked kernel (and check its races under `check_races`).
 
     With `all_variants`, a variant that fails (a lowering error, a race) is left out
     with a warning naming it, its own diagnostics as notes, as long as another variant
     of its kernel compiles (`_leave_out`); a kernel none of whose variants compiles
-    reports their errors as errors.
+    reports their errors as errors. With `jobs` above 1 the kernels are lowered in
+    that many processes; the diagnostics are gathered in the same order as here.
     """
     from phobos import build
 
+    options = unit.options
+    calls = [
+        (checked, build.variant_entry(checked) if options.all_variants else None,
+         options.check_races)
+        for checked in kernels
+    ]  # fmt: skip
+    results = _each_kernel(lower_variant, calls, options)
     unit.lowered = []
     failed: dict[int, list[Diagnostic]] = {}  # id(checked) -> its errors
-    for checked in kernels:
-        entry = build.variant_entry(checked) if unit.options.all_variants else None
-        try:
-            unit.lowered.append((checked, build.lower(checked, entry), None))
-        except CompileError as exc:
-            failed[id(checked)] = list(exc.diagnostics)
-    if unit.options.check_races:
-        from phobos.races import check_races
-
-        for checked, lowered, _ in unit.lowered:
-            diags = check_races(checked, lowered)
-            if unit.options.all_variants and any(d.severity == "error" for d in diags):
-                failed.setdefault(id(checked), []).extend(diags)
-            else:
-                unit.diagnostics.extend(diags)
-    if unit.options.all_variants:
+    for checked, done in zip(kernels, results, strict=True):
+        if done.lir is None:
+            failed[id(checked)] = done.errors
+        else:
+            unit.lowered.append((checked, done.lir, None))
+    for checked, done in zip(kernels, results, strict=True):
+        if done.lir is None:
+            continue
+        if options.all_variants and any(d.severity == "error" for d in done.races):
+            failed.setdefault(id(checked), []).extend(done.races)
+        else:
+            unit.diagnostics.extend(done.races)
+    if options.all_variants:
         _leave_out(kernels, failed, unit)
     else:
         for diags in failed.values():
             unit.diagnostics.extend(d for d in diags if d not in unit.diagnostics)
     return [lowered for _, lowered, _ in unit.lowered]
+
+
+def _each_kernel(work: Callable[..., Lowering], calls: list[tuple], options: Options):
+    """`work(*call)` for every call, in up to `options.jobs` processes when the calls
+    are enough to pay for starting them (`phobos.tune.variants.workers`)."""
+    if options.jobs <= 1:
+        return [work(*call) for call in calls]
+    from phobos.tune.variants import Failure, in_processes, workers
+
+    results = in_processes(work, calls, workers(len(calls), options.jobs, options.check_races))
+    for done in results:
+        if isinstance(done, Failure):
+            raise done.error  # a bug in Phobos: the stage's internal compiler error
+    return results
 
 
 def _leave_out(kernels, failed: dict, unit: Unit) -> None:

@@ -2,13 +2,15 @@
 
     phobos-compile FILE [FILE...] [--emit ast|ph|py|hir|lir|ptx|json] [-o OUT]
                    [--chip sm_80|sm_90|sm_90a] [--all-variants] [--check-races]
-                   [--error-format human|json] [--origin MAP] [--explain CODE]
+                   [--jobs N] [--error-format human|json] [--origin MAP] [--explain CODE]
 
 `-o K.ptx` (with `--emit ptx`, or with no `--emit` and the `.ptx` suffix) writes the
 PTX and, beside it, `K.json`, the launch contract. Compiling needs no GPU: `--chip`
 names the target. With `--all-variants`, a variant that fails (a lowering error, a
 race under `--check-races`) is a warning naming it and is left out of the PTX and the
-contract; it is an error only when no variant of its kernel is left.
+contract; it is an error only when no variant of its kernel is left. The kernels are
+lowered and race-checked in `--jobs` processes (default: one per CPU; `--jobs 1` in
+this one); the output is the same whatever the count.
 
 Exit status: 0 compiled, 1 the program has errors (diagnostics on stderr), 2 the
 command line is wrong (unknown flag, unreadable file, unknown suffix, bad span map),
@@ -283,6 +285,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="run each lowered kernel on small random inputs and report shared-memory races",
     )
     parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=None,
+        metavar="N",
+        help="lower and race-check the kernels in N processes (default: one per CPU)",
+    )
+    parser.add_argument(
         "--error-format",
         choices=["human", "json"],
         default="human",
@@ -295,6 +304,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--explain", metavar="CODE", help="explain an error code and exit")
     return parser
+
+
+def _jobs(text: str) -> int:
+    """`--jobs N`: a count of processes, at least 1."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"`{text}` is not a number of processes (1 or more)")
+    return count
 
 
 def run_tool(prog, parser, argv, stdout, stderr, color, body) -> int:
@@ -333,7 +353,12 @@ def run(
         if emit is None:
             ptx_out = opts.output is not None and opts.output.endswith(".ptx")
             emit = "ptx" if ptx_out else "ast"
-        options = driver.Options(opts.chip, opts.all_variants, opts.check_races)
+        jobs = opts.jobs
+        if jobs is None:
+            from phobos.tune.variants import cpu_count
+
+            jobs = cpu_count()
+        options = driver.Options(opts.chip, opts.all_variants, opts.check_races, jobs)
         return compile_files(session, opts.files, emit, opts.output, opts.origin, options)
 
     return run_tool("phobos-compile", build_parser(), argv, stdout, stderr, color, body)

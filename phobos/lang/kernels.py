@@ -166,31 +166,45 @@ class _Launcher:
     def __call__(self, *args, stream=None, **kwargs):
         kernel = self.kernel
         # The hot path: a GPU launch like an earlier one (see phobos.runtime.fastpath).
-        # A plan's signature names the device whenever several GPUs could be meant, so
-        # the plans of this variant's kernels (one per chip launched on) never clash.
-        chips = kernel._gpu_chips
-        if chips and not kwargs and not interpreting():
-            found = read(args, next(iter(chips.values()))._tensor_slots)
+        # A plan's signature names the device whenever several GPUs could be meant, and
+        # holds every extent a tuned winner was chosen by, so one table serves the view.
+        fast = kernel._fast
+        if fast and not kwargs and not interpreting():
+            found = read(args, kernel._tensor_slots)
             if found is not None:
-                key, pointers = found
-                for gpu in chips.values():
-                    plan = gpu._plans.get(key)
-                    if plan is not None and plan.launch(self.grid, args, pointers, stream):
-                        return
+                plan = fast.get(found[0])
+                if plan is not None and plan.launch(self.grid, args, found[1], stream):
+                    return
         checked = kernel.checked(kernel._variant)
         args = _by_position(checked, args, kwargs)
         interpret = interpreting()
         if not interpret and _device_argument(checked, args) is not None:
-            from phobos.runtime import cuda
-            from phobos.runtime.launch_gpu import first_device
-            from phobos.sema import hir
-
-            slots = [isinstance(p.type, hir.TensorT) for p in checked.params]
-            device = cuda.device(first_device(args, slots))
-            return kernel._gpu_kernel(device).launch(self.grid, args, stream=stream)
+            return kernel._launch_gpu(self.grid, args, stream)
         from phobos.runtime.launch_cpu import launch_cpu
 
         launch_cpu(checked, self.grid, args, copy_device=interpret)
+
+
+class VariantReport(list):
+    """`kernel.variants()`: a list of `phobos.tune.variants.Compiled` and `LeftOut`,
+    printed as a table of each variant and what became of it."""
+
+    @property
+    def compiled(self) -> list:
+        from phobos.tune.variants import Compiled
+
+        return [r for r in self if isinstance(r, Compiled)]
+
+    @property
+    def left_out(self) -> list:
+        from phobos.tune.variants import LeftOut
+
+        return [r for r in self if isinstance(r, LeftOut)]
+
+    def __str__(self) -> str:
+        from phobos.tune.variants import report
+
+        return report(self)
 
 
 def _by_position(kernel, args: tuple, kwargs: dict) -> tuple:
@@ -273,8 +287,11 @@ class Kernel:
         self._checked: dict[tuple | None, object] = {}
         # variant -> chip -> GpuKernel, shared by the views of this kernel
         self._gpu: dict[tuple, dict[str, object]] = {}
-        self._gpu_chips: dict[str, object] | None = None  # this view's entry, once compiled
         self._variant: dict[str, int] | None = None
+        self._fast: dict[tuple, object] = {}  # argument signature -> fastpath.Plan
+        self._winners: dict[tuple, dict[str, int]] = {}  # (chip, card, key values) -> winner
+        self._source_key: str | None = None
+        self._slots: tuple[bool, ...] | None = None
 
     def variant(self, **constants: int) -> Kernel:
         """This kernel with its @autotune constants fixed: `k.variant(BLOCK=1024)[grid](...)`.
@@ -285,7 +302,7 @@ class Kernel:
         view = object.__new__(Kernel)
         view.__dict__.update(self.__dict__)
         view._variant = {**(self._variant or {}), **constants}
-        view._gpu_chips = None
+        view._fast = {}  # a view launches its own variant: plans of its own
         return view
 
     def compile(self, chip: str = "sm_90", variant: dict[str, int] | None = None):
@@ -302,26 +319,181 @@ class Kernel:
         except CompileError as exc:
             raise KernelCompileError(exc.diagnostics) from None
 
-    def _gpu_kernel(self, device=None):
-        """The runtime's kernel for this view's variant on `device`'s chip (a
-        `cuda.Device`; the first GPU when None), compiled once per variant and chip.
+    def _gpu_kernel(self, device=None, variant: dict[str, int] | None = None):
+        """The runtime's kernel for `variant` (this view's when None) on `device`'s chip
+        (a `cuda.Device`; the first GPU when None), compiled once per variant and chip.
 
         A machine may hold GPUs of different chips: PTX for `sm_90` does not link on an
         `sm_80`, so each chip a launch's arrays live on gets its own compilation.
         """
         from phobos.runtime import cuda
 
+        variant = self._variant if variant is None else variant
         chip = (device if device is not None else cuda.device(0)).chip
-        chips = self._gpu.setdefault(tuple(sorted((self._variant or {}).items())), {})
+        chips = self._gpu.setdefault(tuple(sorted((variant or {}).items())), {})
         found = chips.get(chip)
         if found is None:
             from phobos.runtime.cache import KernelCache
             from phobos.runtime.launch_gpu import GpuKernel
 
-            built = self.compile(chip=chip)
+            built = self.compile(chip=chip, variant=variant)
             found = chips[chip] = GpuKernel(built.contract, built.ptx, KernelCache())
-        self._gpu_chips = chips
         return found
+
+    def _launch_gpu(self, grid, args: tuple, stream):
+        """A launch the fast path did not take: pick the variant, launch it on the arrays'
+        device, and keep its plan for the next launch of this signature."""
+        from phobos.runtime import cuda
+        from phobos.runtime.launch_gpu import first_device
+
+        device = cuda.device(first_device(args, self._tensor_slots))
+        variant = self._launch_variant(device, grid, args, stream)
+        gpu = self._gpu_kernel(device, variant)
+        counts = gpu.launch(grid, args, stream=stream)
+        found = read(args, self._tensor_slots)
+        if found is not None and found[0] in gpu._plans:
+            self._fast[found[0]] = gpu._plans[found[0]]
+        return counts
+
+    def _launch_variant(self, device, grid, args: tuple, stream) -> dict[str, int] | None:
+        """The constants a GPU launch takes: the tuned winner for the key values the
+        arguments bind, among the variants agreeing with this view's constants (tuning
+        first when the decorator has `reference=`); else this view's constants, each
+        other constant at its first choice."""
+        from phobos.tune import tuner
+
+        space = self.checked().attrs.space
+        fixed = self._variant or {}
+        if len(space) == 1 or set(fixed) >= set(space.names) or not tuner.enabled():
+            return self._variant
+        from phobos.runtime.binding import bind_kernel
+
+        bound = bind_kernel(self.checked(self._variant), args, target="gpu")
+        key = tuner.key_values(self, bound.dims)
+        slot = (device.chip, device.name, tuple(key.items()), tuple(sorted(fixed.items())))
+        winner = self._winners.get(slot)
+        if winner is None:
+            winner = self._stored_winner(device, key, fixed)
+        if winner is None and self.options.get("reference") is not None:
+            winner = self.tune(grid, *args, stream=stream)
+        if winner is None:
+            return self._variant
+        self._winners[slot] = winner
+        return winner
+
+    def _stored_winner(self, device, key: dict[str, int], fixed) -> dict[str, int] | None:
+        """The fastest variant of a record in the kernel cache for this card and key,
+        among those of the space as it stands that agree with `fixed`."""
+        from phobos.tune import records
+
+        record = records.RecordStore().load(
+            device.chip, self.name, self.source_key, device.name, key
+        )
+        if record is None:
+            return None
+        space = self.checked().attrs.space
+        wanted = [v for v in space.variants() if all(v[k] == fixed[k] for k in fixed)]
+        best = None
+        for result in record.variants:
+            if result.status == "timed" and result.variant in wanted:
+                if best is None or result.best_ms < best.best_ms:
+                    best = result
+        return dict(best.variant) if best is not None else None
+
+    @property
+    def source_key(self) -> str:
+        """The key of this kernel's source in tuning records: its Phobos text without
+        the `@autotune` choices, and the compiler's fingerprint."""
+        if self._source_key is None:
+            from phobos.tune.records import source_key
+
+            self._source_key = source_key(self)
+        return self._source_key
+
+    @property
+    def _tensor_slots(self) -> tuple[bool, ...]:
+        if self._slots is None:
+            from phobos.sema import hir
+
+            self._slots = tuple(isinstance(p.type, hir.TensorT) for p in self.checked().params)
+        return self._slots
+
+    def tune(
+        self,
+        grid,
+        *args,
+        reference=None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        flush_l2: bool = True,
+        stream=None,
+        force: bool = False,
+    ) -> dict[str, int]:
+        """Tune the kernel's `@autotune` space for `args` on `grid`; the winning constants.
+
+        Each variant is compiled (race-checked), run once on copies of the arguments
+        (canary bytes after every tensor) and compared with `reference`, a function that
+        computes on host (numpy) copies of the arguments what the kernel computes,
+        writing its outputs in place; those that pass are timed, and the result is kept
+        in the kernel cache for this card and the key extents' values, where later
+        launches (and later processes) find it. `reference`, `rtol` and `atol` default
+        to the decorator's. Under `PHOBOS_TUNE=0` nothing is tuned and each constant's
+        first choice is returned. A view tunes the constants it leaves free:
+        `kernel.variant(BLOCK=4096).tune(...)` runs only the variants with BLOCK=4096.
+
+            @ph.kernel(key=("N",))
+            @ph.autotune(BLOCK=[256, 1024, 4096])
+            def scale(x: ph.tensor[ph.f32][N], y: ph.tensor[ph.f32][N]):
+                base: ph.let = ph.ctx.block.x * BLOCK
+                y[base:+BLOCK] = 2.0 * x[base:+BLOCK]
+
+            def twice(x, y):
+                y[:] = 2.0 * x
+
+            best = scale.tune(lambda m: (-(-m["N"] // m["BLOCK"]),), x, y, reference=twice)
+        """
+        from phobos.tune import tuner
+
+        space = self.checked().attrs.space
+        if not tuner.enabled():
+            return {**space.first_choice(), **(self._variant or {})}
+        options = self.options
+        record = tuner.tune(
+            self,
+            grid,
+            args,
+            reference=reference if reference is not None else options.get("reference"),
+            rtol=rtol if rtol is not None else options.get("rtol"),
+            atol=atol if atol is not None else options.get("atol"),
+            flush_l2=flush_l2,
+            stream=stream,
+            force=force,
+            fixed=self._variant,
+        )
+        winner = record.winner
+        if winner is None:
+            reasons = "; ".join(
+                f"{space.variant_key(r.variant)}: {r.stage}: {r.reason}" for r in record.variants
+            )
+            raise tuner.TuneError(
+                f"no variant of `{self.name}` passed its checks, so there is nothing to time: "
+                f"{reasons}"
+            )
+        fixed = tuple(sorted((self._variant or {}).items()))
+        self._winners[(record.chip, record.card, tuple(record.key.items()), fixed)] = dict(winner)
+        self._fast.clear()  # plans made before chose their variant without this result
+        return dict(winner)
+
+    def variants(self, chip: str = "sm_90", check_races: bool = True):
+        """What the `@autotune` space compiles to on `chip`: every variant, compiled (in
+        parallel processes) and race-checked, or left out with its reason. Prints as a
+        table; `.compiled` and `.left_out` hold the two kinds.
+
+            print(saxpy.variants())
+        """
+        from phobos.tune.variants import compile_variants
+
+        return VariantReport(compile_variants(self, chip, check_races=check_races))
 
     def checked(self, variant: dict[str, int] | None = None):
         """The checked kernel (`hir.Kernel`) of `variant`, None for each `@autotune`

@@ -123,6 +123,8 @@ _SIGNATURES: dict[str, tuple[str, list[Any]]] = {
     "cuMemcpyHtoD": ("cuMemcpyHtoD_v2", [c_size_t, c_void_p, c_size_t]),
     "cuMemcpyDtoH": ("cuMemcpyDtoH_v2", [c_void_p, c_size_t, c_size_t]),
     "cuMemsetD8": ("cuMemsetD8_v2", [c_size_t, ctypes.c_ubyte, c_size_t]),
+    "cuMemcpyDtoD": ("cuMemcpyDtoD_v2", [c_size_t, c_size_t, c_size_t]),
+    "cuStreamIsCapturing": ("cuStreamIsCapturing", [c_void_p, _p(c_int)]),
 }
 
 
@@ -626,3 +628,28 @@ def memcpy_dtoh(dst: int, src: int, nbytes: int) -> None:
 
 def memset_d8(dst: int, value: int, nbytes: int) -> None:
     _call("cuMemsetD8", dst, value, nbytes)
+
+
+def memcpy_dtod(dst: int, src: int, nbytes: int) -> None:
+    """Copy `nbytes` between two device pointers."""
+    _call("cuMemcpyDtoD", dst, src, nbytes)
+
+
+# CUstreamCaptureStatus
+CAPTURE_NONE = 0
+ERROR_STREAM_CAPTURE_IMPLICIT = 906  # the legacy stream, asked during another's capture
+
+
+def stream_capturing(stream: int) -> bool:
+    """Whether `stream` (0: the legacy default stream) is capturing a CUDA graph.
+
+    The legacy stream answers with an error while another stream captures in the
+    global mode, where any work on it would break that capture: that counts as
+    capturing too.
+    """
+    status = c_int()
+    code = _fn("cuStreamIsCapturing")(stream, ctypes.pointer(status))
+    if code == ERROR_STREAM_CAPTURE_IMPLICIT:
+        return True
+    check(code, "cuStreamIsCapturing")
+    return status.value != CAPTURE_NONE

@@ -85,3 +85,62 @@ def test_a_racing_variant_is_left_out_under_check_races(compile_cli, tmp_path, m
     assert ran.status == 0, ran.err
     assert "warning: variant T=32 of `stage` is left out: a seeded race on `t`" in ran.err
     assert entries(ran.out) == ["stage__T_16"]
+
+
+# 256 threads write `t[0, thread % W]`: W=128 races, W=16384 needs 64 KB of shared memory.
+SPILL_PY = """
+from __future__ import annotations
+
+import phobos.lang as ph
+
+
+@ph.kernel
+@ph.autotune(W=[256, 1024, 128, 16384])
+def spill(X: ph.tensor[ph.f32][M, 256], Y: ph.tensor[ph.f32][M, 256]):
+    t: ph.var[ph.tile[ph.f32][1, W]]
+    t[0, ph.ctx.thread % W] = X[ph.ctx.block.x, ph.ctx.thread]
+    ph.barrier()
+    Y[ph.ctx.block.x, ph.ctx.thread] = t[0, ph.ctx.thread % W]
+"""
+
+
+@pytest.mark.parametrize("origin", [False, True])
+def test_the_variants_compile_alike_in_one_process_and_in_several(compile_cli, tmp_path, origin):
+    py = tmp_path / "spill.py"
+    py.write_text(SPILL_PY)
+    args = [str(py)]
+    if origin:  # the `.ph` it spells, reported at the Python lines through the span map
+        assert compile_cli([str(py), "--emit", "ph", "-o", str(tmp_path / "spill.ph")]).status == 0
+        args = [str(tmp_path / "spill.ph"), "--origin", str(tmp_path / "spill.ph.map")]
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"K{jobs}.ptx"
+        ran = compile_cli([*args, "--all-variants", "--check-races", "--jobs", jobs,
+                           "-o", str(out)])  # fmt: skip
+        assert ran.status == 0, ran.err
+        outputs.append((out.read_text(), (tmp_path / f"K{jobs}.json").read_text(), ran.err))
+    assert outputs[0] == outputs[1]
+    ptx, _, err = outputs[0]
+    assert entries(ptx) == ["spill__W_256", "spill__W_1024"]
+    assert "warning: variant W=128 of `spill` is left out: data race (write/write)" in err
+    assert "warning: variant W=16384 of `spill` is left out: the kernel's tiles need 65536" in err
+    assert f"{py}:11:5" in err, err  # the racing write, in the Python the user wrote
+
+
+def test_the_spans_of_a_worker_point_into_the_callers_file(tmp_path):
+    from phobos import driver
+
+    py = tmp_path / "spill.py"
+    py.write_text(SPILL_PY)
+    source = driver.read_source(str(py))
+    options = driver.Options(all_variants=True, check_races=True, jobs=2)
+    result = driver.compile_source(source, "lir", options=options)
+    warnings = [d for d in result.diagnostics if d.severity == "warning"]
+    assert len(warnings) == 2
+    assert all(d.primary.span.source is source for d in warnings)
+
+
+def test_jobs_is_a_count_of_processes(compile_cli, tmp_path):
+    ran = compile_cli([write(tmp_path, "16, 32"), "--all-variants", "--jobs", "0"])
+    assert ran.status == 2
+    assert "`0` is not a number of processes (1 or more)" in ran.err

@@ -89,7 +89,7 @@ def test_each_device_links_ptx_for_its_own_chip(driver):
     assert linked_targets(driver) == ["sm_80"]
     k[(1,)](Dev(256, 0x20000), 2.0)
     assert linked_targets(driver) == ["sm_80", "sm_90"]
-    assert sorted(k._gpu_chips) == ["sm_80", "sm_90"]
+    assert sorted(k._gpu[()]) == ["sm_80", "sm_90"]
     assert [launch["function"] for launch in driver.launches] == [0x3000, 0x3000]
 
 
