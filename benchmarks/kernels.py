@@ -9,7 +9,7 @@ from __future__ import annotations
 import phobos.lang as ph
 
 
-@ph.kernel
+@ph.kernel(key=("N",))
 @ph.autotune(BLOCK=[4096, 1024, 2048, 8192])
 @ph.launch(256)
 def vector_add(x: ph.tensor[ph.f32][N], y: ph.tensor[ph.f32][N], out: ph.tensor[ph.f32][N]):
@@ -17,7 +17,7 @@ def vector_add(x: ph.tensor[ph.f32][N], y: ph.tensor[ph.f32][N], out: ph.tensor[
     out[base:+BLOCK] = x[base:+BLOCK] + y[base:+BLOCK]
 
 
-@ph.kernel
+@ph.kernel(key=("M", "N"))
 @ph.autotune(BLOCK=[1024, 2048, 4096, 8192, 16384], T=[256, 128, 512, 64, 32])
 @ph.launch("T")
 def softmax_rows(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N]):
@@ -30,7 +30,7 @@ def softmax_rows(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N]):
     Y[row, 0:+BLOCK] = e / s
 
 
-@ph.kernel
+@ph.kernel(key=("M", "N"))
 @ph.autotune(BLOCK=[1024, 2048, 4096, 8192], T=[256, 128, 512, 64, 32])
 @ph.launch("T")
 def layer_norm(
@@ -51,7 +51,7 @@ def layer_norm(
     Y[row, 0:+BLOCK] = ph.f16(d * rstd * ph.f32(W[0, 0:+BLOCK]) + ph.f32(B[0, 0:+BLOCK]))
 
 
-@ph.kernel
+@ph.kernel(key=("M", "N"))
 @ph.autotune(BLOCK=[1024, 2048, 4096, 8192], T=[256, 128, 512, 64, 32])
 @ph.launch("T")
 def rms_norm(

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -30,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import kernels as ph_kernels  # noqa: E402
-from phobos.diagnostics import CompileError  # noqa: E402
 
 
 def median_ms(fn) -> float:
@@ -57,6 +57,13 @@ def tr_softmax(out, inp, stride, n_cols, BLOCK: tl.constexpr):
     x = x - tl.max(x, 0)
     e = tl.exp(x)
     tl.store(out + r * stride + offs, e / tl.sum(e, 0), mask=m)
+
+
+# The same kernel under Triton's autotuner, over the warps a CTA: the tuned-against-tuned
+# comparison (Phobos tunes its CTA size T the same way).
+tr_softmax_tuned = triton.autotune(
+    configs=[triton.Config({}, num_warps=w) for w in (1, 2, 4, 8, 16, 32)], key=["n_cols"]
+)(triton.jit(tr_softmax.fn))
 
 
 @triton.jit
@@ -123,12 +130,13 @@ class Table:
 
     def markdown(self) -> str:
         lines = [
-            "| kernel | size | Phobos µs | Triton µs | torch µs | Phobos GB/s | Triton GB/s | "
-            "Phobos / Triton time | check |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            "| kernel | size | Phobos µs | Triton µs | Triton autotuned µs | torch µs | "
+            "Phobos GB/s | Triton GB/s | Phobos / Triton time | check |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         ]
         for (kernel, size), impls in self.groups().items():
             ph, tr, to = impls.get("phobos"), impls.get("triton"), impls.get("torch")
+            tt = impls.get("triton autotuned")
 
             def us(r):
                 return f"{r['us']:.1f}" if r else "—"
@@ -139,7 +147,8 @@ class Table:
             ratio = f"{ph['us'] / tr['us']:.2f}" if ph and tr else "—"
             check = ph["check"] if ph else "not run"
             lines.append(
-                f"| {kernel} | {size} | {us(ph)} | {us(tr)} | {us(to)} | {gbs(ph)} | {gbs(tr)} "
+                f"| {kernel} | {size} | {us(ph)} | {us(tr)} | {us(tt)} | {us(to)} | {gbs(ph)} | "
+                f"{gbs(tr)} "
                 f"| {ratio} | {check} |"
             )
         return "\n".join(lines)
@@ -163,29 +172,19 @@ def checked(out, ref, tol) -> str:
 # Benchmarks
 
 
-def fastest_threads(kernel, block, launch, check) -> tuple[float, str]:
-    """`kernel` at BLOCK=block, timed at every CTA size T of its own @autotune list (a
-    sweep by hand in this run, until the autotuner does it): each variant's result is
-    checked first (`check(k)` poisons the output, runs `k` and returns the check text),
-    and the fastest is kept, named in its check text ("rel err 8.6e-08, T=128"). A
-    variant the compiler refuses (too large a tile for its threads) is left out and
-    said so; a wrong result fails the row."""
-    best = None
-    for t in kernel.checked().attrs.autotune["T"]:
-        k = kernel.variant(BLOCK=block, T=t)
-        try:
-            text = check(k)
-        except CompileError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            print(f"           {kernel.name} BLOCK={block} T={t} left out: {first}", flush=True)
-            continue
-        ms = median_ms(lambda k=k: launch(k))
-        print(f"           {kernel.name} BLOCK={block} T={t}: {ms * 1e3:.1f} us", flush=True)
-        if best is None or ms < best[0]:
-            best = (ms, f"{text}, T={t}")
-    if best is None:
-        raise AssertionError(f"no CTA size of `{kernel.name}` compiles at BLOCK={block}")
-    return best
+def tuned(kernel, grid, args, reference, check, rtol=None, **fixed) -> tuple[object, str]:
+    """`kernel`'s variant the autotuner picks for `args` (among those agreeing with
+    `fixed`), checked here once more (`check(k)` poisons the output, runs `k` and returns
+    the check text): the variant and "<check>, <constants>"."""
+    view = kernel.variant(**fixed) if fixed else kernel
+    winner = view.tune(grid, *args, reference=reference, rtol=rtol)
+    k = kernel.variant(**winner)
+    free = ", ".join(f"{name}={value}" for name, value in winner.items() if name not in fixed)
+    return k, f"{check(k)}, {free}"
+
+
+def add_grid(meta):
+    return (-(-meta["N"] // meta["BLOCK"]),)
 
 
 def bench_add(table, n):
@@ -193,18 +192,19 @@ def bench_add(table, n):
     y = torch.randn(n, device="cuda")
     ref = x.double() + y.double()
     g = 12 * n
-    # Every BLOCK of the kernel's own @autotune list, each checked, the fastest kept: a
-    # sweep by hand in this run, until the autotuner does it.
-    best = None
-    for block in ph_kernels.vector_add.checked().attrs.autotune["BLOCK"]:
-        k = ph_kernels.vector_add.variant(BLOCK=block)
-        o = torch.full_like(x, float("nan"))
-        k[(triton.cdiv(n, block),)](x, y, o)
+    o = torch.full_like(x, float("nan"))
+
+    def reference(x, y, o):
+        o[:] = x.astype(np.float64) + y
+
+    def check(k):
+        o.fill_(float("nan"))
+        k[add_grid](x, y, o)
         torch.cuda.synchronize()
-        check = checked(o, ref, 1e-6) + f", BLOCK={block}"
-        ms = median_ms(lambda k=k, block=block, o=o: k[(triton.cdiv(n, block),)](x, y, o))
-        if best is None or ms < best[0]:
-            best = (ms, check)
+        return checked(o, ref, 1e-6)
+
+    k, text = tuned(ph_kernels.vector_add, add_grid, (x, y, o), reference, check)
+    best = (median_ms(lambda: k[add_grid](x, y, o)), text)
     table.add("add", f"{n} f32", "phobos", best[0], gbytes=g, check=best[1])
     o = torch.empty_like(x)
     table.add("add", f"{n} f32", "triton",
@@ -226,15 +226,41 @@ def bench_softmax(table, m, n):
         torch.cuda.synchronize()
         return checked(o, ref, 1e-5)
 
-    ms, check_text = fastest_threads(ph_kernels.softmax_rows, block, lambda k: k[(m,)](x, o), check)
+    def reference(x, y):
+        x64 = x.astype(np.float64)
+        e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+        y[:] = e / e.sum(axis=1, keepdims=True)
+
+    # ex2.approx is within 2 ulp: a rounding more than an exactly rounded exp
+    k, check_text = tuned(ph_kernels.softmax_rows, (m,), (x, o), reference, check, rtol=1e-5,
+                          BLOCK=block)  # fmt: skip
+    ms = median_ms(lambda: k[(m,)](x, o))
     g = 8 * m * n
     w = 4 if block <= 2048 else (8 if block <= 4096 else 16)
     table.add("softmax", f"{m}x{n} f32", "phobos", ms, gbytes=g, check=check_text)
     table.add("softmax", f"{m}x{n} f32", "triton",
               median_ms(lambda: tr_softmax[(m,)](o, x, x.stride(0), n, BLOCK=block, num_warps=w)),
               gbytes=g, check="")  # fmt: skip
+    table.add("softmax", f"{m}x{n} f32", "triton autotuned",
+              median_ms(lambda: tr_softmax_tuned[(m,)](o, x, x.stride(0), n, BLOCK=block)),
+              gbytes=g, check="")  # fmt: skip
     table.add("softmax", f"{m}x{n} f32", "torch", median_ms(lambda: torch.softmax(x, 1)),
               gbytes=g, check="")  # fmt: skip
+
+
+def norm_reference(which):
+    """The norm in float64 on numpy copies, written into `y` (rounded to f16 there)."""
+
+    def layer_norm(x, y, w, b, eps):
+        x64 = x.astype(np.float64)
+        mean = x64.mean(axis=1, keepdims=True)
+        y[:] = (x64 - mean) / np.sqrt(x64.var(axis=1, keepdims=True) + eps) * w + b
+
+    def rms_norm(x, y, w, eps):
+        x64 = x.astype(np.float64)
+        y[:] = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + eps) * w
+
+    return layer_norm if which == "layernorm" else rms_norm
 
 
 def bench_norm(table, m, n, which):
@@ -274,7 +300,8 @@ def bench_norm(table, m, n, which):
         torch.cuda.synchronize()
         return checked(o, ref, 2e-3)
 
-    ms, check_text = fastest_threads(kernel, block, lambda k: k[(m,)](*args), check)
+    k, check_text = tuned(kernel, (m,), args, norm_reference(which), check, BLOCK=block)
+    ms = median_ms(lambda: k[(m,)](*args))
     size = f"{m}x{n} f16"
     table.add(which, size, "phobos", ms, gbytes=g, check=check_text)
     table.add(which, size, "triton", median_ms(peer), gbytes=g, check="")
@@ -401,11 +428,12 @@ def main(argv=None) -> int:
         f"torch {torch.__version__}, Triton {triton.__version__}, Python {platform.python_version()}.",
         "Median of CUDA-event timings (`triton.testing.do_bench`, 50 ms warm-up, 300 ms of runs). "
         "Each Phobos result is checked against a float64 reference on fresh random inputs first. "
-        "GB/s counts each input read once and each output written once. The Phobos tile sizes: "
-        "for the row kernels the next power of two of the row (one tile a row), at the fastest "
-        "CTA size T of the kernel's own @autotune list (named in the check column); for vector "
-        "add the fastest of the kernel's own BLOCK choices. Both are swept in this run (the "
-        "autotuner will do this).",
+        "GB/s counts each input read once and each output written once. The Phobos constants "
+        "are the autotuner's (`kernel.tune`, named in the check column): for the row kernels "
+        "BLOCK is the next power of two of the row (one tile a row) and the CTA size T is "
+        "tuned; vector add tunes BLOCK. Every variant is checked against a float64 reference "
+        "and timed with the L2 flushed before its time counts. Triton autotuned: the same "
+        "softmax under `triton.autotune` over 1 to 32 warps.",
         "",
         table.markdown(),
         "",
