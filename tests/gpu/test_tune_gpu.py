@@ -117,3 +117,21 @@ def test_host_side_numbers_are_consistent(tmp_path):
     for v in record["variants"]:
         assert v["best_ms"] == min(v["samples_ms"]) > 0
         assert np.isclose(v["median_ms"], np.median(v["samples_ms"]))
+
+
+def test_a_launch_with_a_reference_on_the_decorator_tunes_first(tmp_path):
+    import phobos.lang as ph
+
+    auto = ph.kernel(key=("N",), reference=doubled)(seeded.__wrapped__)
+    x = torch.randn(N, device="cuda")
+    y = torch.full((N,), float("nan"), device="cuda")
+    auto[grid](x, y)
+    torch.cuda.synchronize()
+    assert torch.equal(y, 2 * x)
+    [path] = (tmp_path / "phobos-cache").glob("sm_*/autotune/seeded-*-N9216.json")
+    written = path.stat().st_mtime_ns
+    auto[grid](x, y)  # the same key values: no tuning
+    x2 = torch.randn(4096, device="cuda")
+    auto[grid](x2, torch.empty_like(x2))  # new key values: tuned first
+    assert path.stat().st_mtime_ns == written
+    assert len(list((tmp_path / "phobos-cache").glob("sm_*/autotune/seeded-*.json"))) == 2

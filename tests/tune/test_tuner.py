@@ -193,3 +193,11 @@ def test_a_launch_takes_the_stored_winner_for_its_key(arrays):
 def test_the_source_key_ignores_the_choices_but_not_the_body():
     view = seeded.variant(V=1)
     assert records.source_key(view) == records.source_key(seeded) == seeded.source_key
+
+
+def test_variants_reports_what_each_variant_became():
+    report = seeded.variants()
+    assert len(report.compiled) == 9 and len(report.left_out) == 3
+    assert {r.stage for r in report.left_out} == {"race"}
+    text = str(report)
+    assert "V=1,BLOCK=256" in text and "V=4,BLOCK=1024  left out: race: error[E0909]" in text
