@@ -308,29 +308,32 @@ def bench_norm(table, m, n, which):
     table.add(which, size, "torch", median_ms(torch_fn), gbytes=g, check="")
 
 
-def launch_overhead(n_launch=2000) -> list[str]:
-    """Host microseconds per launch of a 4-tensor kernel on tiny inputs."""
+def launch_overhead(n_launch=2000, rounds=7) -> dict[str, float]:
+    """Host microseconds per launch of a 4-tensor kernel on tiny inputs.
+
+    The host's speed drifts over a run (by half, between calls on this machine), so the
+    three take turns: each round times `n_launch` launches of each, and each keeps the
+    median of its rounds."""
     a, b, c, d = (torch.randn(64, device="cuda") for _ in range(4))
     k = ph_kernels.launch4
-
-    def host_us(fn) -> float:
+    launches = {
+        "phobos kernel[grid]": lambda: k[(1,)](a, b, c, d),
+        "triton kernel[grid]": lambda: tr_launch4[(1,)](a, b, c, d, 64, BLOCK=64),
+        "torch.add(out=)": lambda: torch.add(a, b, out=d),
+    }
+    for fn in launches.values():
         for _ in range(100):
             fn()
-        torch.cuda.synchronize()
-        samples = []
-        for _ in range(5):
+    torch.cuda.synchronize()
+    samples: dict[str, list[float]] = {name: [] for name in launches}
+    for _ in range(rounds):
+        for name, fn in launches.items():
             t0 = time.perf_counter()
             for _ in range(n_launch):
                 fn()
-            samples.append((time.perf_counter() - t0) / n_launch * 1e6)
+            samples[name].append((time.perf_counter() - t0) / n_launch * 1e6)
             torch.cuda.synchronize()
-        return statistics.median(samples)
-
-    rows = {
-        "phobos kernel[grid]": host_us(lambda: k[(1,)](a, b, c, d)),
-        "triton kernel[grid]": host_us(lambda: tr_launch4[(1,)](a, b, c, d, 64, BLOCK=64)),
-        "torch.add(out=)": host_us(lambda: torch.add(a, b, out=d)),
-    }
+    rows = {name: statistics.median(us) for name, us in samples.items()}
     for name, us in rows.items():
         print(f"launch     {name:24s} {us:8.2f} us/launch (host)", flush=True)
     return rows
