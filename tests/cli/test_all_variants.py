@@ -4,6 +4,7 @@ naming it and left out of the PTX and the contract, while the others are emitted
 kernel none of whose variants compiles is an error."""
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -88,20 +89,7 @@ def test_a_racing_variant_is_left_out_under_check_races(compile_cli, tmp_path, m
 
 
 # 256 threads write `t[0, thread % W]`: W=128 races, W=16384 needs 64 KB of shared memory.
-SPILL_PY = """
-from __future__ import annotations
-
-import phobos.lang as ph
-
-
-@ph.kernel
-@ph.autotune(W=[256, 1024, 128, 16384])
-def spill(X: ph.tensor[ph.f32][M, 256], Y: ph.tensor[ph.f32][M, 256]):
-    t: ph.var[ph.tile[ph.f32][1, W]]
-    t[0, ph.ctx.thread % W] = X[ph.ctx.block.x, ph.ctx.thread]
-    ph.barrier()
-    Y[ph.ctx.block.x, ph.ctx.thread] = t[0, ph.ctx.thread % W]
-"""
+SPILL_PY = (Path(__file__).resolve().parents[1] / "kernels" / "spill.py").read_text()
 
 
 @pytest.mark.parametrize("origin", [False, True])

@@ -22,20 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # 256 threads write `t[0, thread % W]`: W=128 has two threads write each element (a
 # race), W=16384 needs 64 KB of shared memory, more than the static 48 KB.
-SPILL = """
-from __future__ import annotations
-
-import phobos.lang as ph
-
-
-@ph.kernel
-@ph.autotune(W=[256, 1024, 128, 16384])
-def spill(X: ph.tensor[ph.f32][M, 256], Y: ph.tensor[ph.f32][M, 256]):
-    t: ph.var[ph.tile[ph.f32][1, W]]
-    t[0, ph.ctx.thread % W] = X[ph.ctx.block.x, ph.ctx.thread]
-    ph.barrier()
-    Y[ph.ctx.block.x, ph.ctx.thread] = t[0, ph.ctx.thread % W]
-"""
+SPILL = (Path(__file__).resolve().parents[1] / "kernels" / "spill.py").read_text()
 
 
 @pytest.fixture(autouse=True)
