@@ -190,7 +190,7 @@ def _run(kernel, grid, todo, reference, rtol, atol, flush_l2, jobs, backend, bar
     if not runners:
         return results
     bar.stage("checked", len(runners))
-    expected = backend.reference(reference)
+    expected = _expected(kernel, backend, reference)
     copies = backend.copies()
     try:
         passing = []
@@ -217,6 +217,31 @@ def _run(kernel, grid, todo, reference, rtol, atol, flush_l2, jobs, backend, bar
     finally:
         copies.free()
     return results
+
+
+def _expected(kernel, backend, reference) -> dict:
+    """Every tensor as `reference` leaves it; a reference that raises, or that returns
+    its result instead of writing it, stops tuning with what to do."""
+    name = getattr(reference, "__name__", type(reference).__name__)
+    returned = []
+
+    def call(*args):
+        returned.append(reference(*args))
+
+    try:
+        expected = backend.reference(call)
+    except Exception as exc:
+        raise TuneError(
+            f"`{kernel.name}`: the reference `{name}` raised {_one_line(exc)}; it is called "
+            "with numpy copies of the kernel's arguments (tensors as arrays, scalars as given)"
+        ) from exc
+    if returned and returned[0] is not None:
+        raise TuneError(
+            f"`{kernel.name}`: the reference `{name}` returned a value; it must write the "
+            "kernel's outputs into its arguments in place, as the kernel does "
+            "(`y[:] = 2 * x`, not `return 2 * x`)"
+        )
+    return expected
 
 
 def _launcher(runner, grid, arrays):

@@ -201,3 +201,19 @@ def test_variants_reports_what_each_variant_became():
     assert {r.stage for r in report.left_out} == {"race"}
     text = str(report)
     assert "V=1,BLOCK=256" in text and "V=4,BLOCK=1024  left out: race: error[E0909]" in text
+
+
+def test_a_reference_that_raises_or_returns_stops_tuning_with_what_to_do(arrays):
+    view = seeded.variant(V=1, BLOCK=256)
+
+    def broken(x, y):
+        raise ValueError("shapes do not match")
+
+    def returning(x, y):
+        return 2.0 * x
+
+    for reference, message in ((broken, "the reference `broken` raised ValueError: shapes"),
+                               (returning, "`returning` returned a value; it must write")):  # fmt: skip
+        with pytest.raises(TuneError, match=message):
+            tuner.tune(view, grid, arrays, reference=reference, out=io.StringIO(), jobs=1,
+                       backend=HostBackend(view, arrays))  # fmt: skip
