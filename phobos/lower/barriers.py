@@ -14,7 +14,12 @@ read (`phobos.lower.alloc` reuses bytes by liveness), gets a barrier between.
 
 Loops: the first access in a loop body that may meet the previous iteration's gets a
 barrier (the body is entered with every buffer marked as touched by an unknown
-layout); after the loop, what the body left pending stays pending.
+layout); after the loop, what the body left pending stays pending. Once the body is
+lowered, that entry barrier is checked against what it actually orders: the accesses
+after it up to the body's next barrier (at the body's top level), against what the
+body leaves pending at its end (the previous turn's tail) and what was pending before
+the loop (its first turn). When none of them meet, the barrier is taken out again: a
+loop whose turns touch shared memory through one layout runs with no barrier a turn.
 
 Uniformity: a barrier must be reached by every thread, so it is never emitted under
 varying control (an `if` or a loop whose condition or bounds differ between threads,
@@ -69,6 +74,22 @@ class Anchor:
     hoisted: bool = False
 
 
+@dataclass
+class EntryWatch:
+    """A loop's entry barrier, while its body is lowered: the barrier (once the body's
+    first access asked for it), the block it went into, and the accesses after it up to
+    the body's next barrier (`segment`, collected while `open`)."""
+
+    record: Pending  # the body's "touched by an unknown layout" entry
+    before: list  # pending when the loop was entered
+    depth: int  # the loop's nesting depth
+    barrier: object = None
+    items: list | None = None
+    segment: list | None = None
+    open: bool = False
+    eligible: bool = True
+
+
 class Tracker:
     def __init__(self, lw):
         self.lw = lw
@@ -79,6 +100,7 @@ class Tracker:
         self.loops: list[tuple[Anchor, bool]] = []  # each open loop: its anchor, varying
         self.sticky: list[int] = []  # loop depths whose rest a jump made divergent
         self.ifs: list[tuple[Anchor, int]] = []  # each open `if`: its anchor, loop depth
+        self.watches: list[EntryWatch] = []  # each open uniform loop's entry barrier
 
     def _overlap(self, x, y) -> bool:
         if x == ANY or y == ANY:
@@ -95,39 +117,69 @@ class Tracker:
         self.seq += 1
         return Pending(buffer, kind, layout, self.seq)
 
+    def _meets(self, buffer, kind: str, layout, p: Pending) -> bool:
+        """Whether an access of `buffer` by `layout` needs ordering against `p`."""
+        return (
+            "write" in (kind, p.kind)
+            and self._overlap(buffer, p.buffer)
+            and not (layout is not None and layout == p.layout and p.buffer is not ANY)
+        )
+
     def access(self, buffer, kind: str, layout) -> None:
         """Record an access of `buffer` (a SharedBuffer) by `layout`; insert a barrier first
         when it meets another layout's access since the last one."""
-        met = [
-            p
-            for p in self.pending
-            if "write" in (kind, p.kind)
-            and self._overlap(buffer, p.buffer)
-            and not (layout is not None and layout == p.layout and p.buffer is not ANY)
-        ]
+        met = [p for p in self.pending if self._meets(buffer, kind, layout, p)]
         if met:
             name = getattr(buffer, "name", buffer)
             log.debug("barrier before a %s of `%s`: %s by another layout since the last one",
                       kind, name, "written" if met[0].kind == "write" else "read")  # fmt: skip
             if self.anchor is None:
                 self.barrier()
+                self._entry_barrier(met)
             elif any(p.seq < self.anchor.seq for p in met):
                 self.hoist()
             else:
                 log.debug("no barrier for `%s` under varying control: per-thread accesses "
                           "inside one divergent region", name)  # fmt: skip
-        self.pending.append(self._record(buffer, kind, layout))
+        record = self._record(buffer, kind, layout)
+        self.pending.append(record)
+        for watch in self.watches:
+            if watch.open:
+                watch.segment.append(record)
+
+    def _entry_barrier(self, met: list[Pending]) -> None:
+        """The barrier just emitted: when only the innermost loop's entry record asked
+        for it, at the top level of that loop's body, it may be taken out once the body
+        is lowered (`_settle`)."""
+        watch = self.watches[-1] if self.watches else None
+        if watch is None or watch.barrier is not None or watch.depth != len(self.loops):
+            return
+        if any(p is not watch.record for p in met):
+            watch.eligible = False  # a real meeting inside the body: the barrier stays
+            return
+        watch.barrier = self.lw.b.stack[-1][-1]
+        watch.items = self.lw.b.stack[-1]
+        watch.segment = []
+        watch.open = True
 
     def barrier(self, force: bool = False) -> None:
         """Emit `bar.sync 0` and forget what was pending."""
         self.lw.b.emit("bar", (), (Imm(0, "u32"),))
         self.count += 1
         self.pending = []
+        here = self.lw.b.stack[-1]
+        for watch in self.watches:
+            if watch.open:
+                watch.open = False
+                if here is not watch.items:  # it closes the segment only on some paths
+                    watch.eligible = False
 
     def hoist(self) -> None:
         """Under varying control: a barrier at the anchor (once), forgetting what was
         pending from before it."""
         a = self.anchor
+        for watch in self.watches:
+            watch.eligible = False
         if not a.hoisted:
             a.items.insert(a.index, lir.inst("bar", (), (Imm(0, "u32"),), span=self.lw.b.span))
             a.hoisted = True
@@ -176,6 +228,8 @@ class Tracker:
             anchor = outer[0] if outer else at
         self.anchor = Anchor(anchor.items, anchor.index, anchor.seq)
         self.sticky.append(len(self.loops) if kind != "return" else 0)
+        for watch in self.watches:
+            watch.eligible = False
 
     @contextmanager
     def loop(self, body=None, varying: bool = False):
@@ -183,12 +237,18 @@ class Tracker:
         here = self._here()
         with self.divergent(varying, here):
             before = list(self.pending)
-            self.pending = before + [self._record(ANY, "write", None)]
+            entry = self._record(ANY, "write", None)
+            self.pending = before + [entry]
             self.loops.append((here, varying))
             depth = len(self.loops)
+            watch = EntryWatch(entry, before, depth, eligible=self.anchor is None)
+            self.watches.append(watch)
             try:
                 yield
             finally:
+                self.watches.pop()
+                if watch.eligible and watch.barrier is not None:
+                    self._settle(watch)
                 self.loops.pop()
                 if self.sticky and self.sticky[-1] == depth:
                     self.sticky.pop()
@@ -196,6 +256,20 @@ class Tracker:
                 self.pending = [p for p in self.pending if p.buffer is not ANY] + [
                     p for p in before if p not in self.pending
                 ]
+
+    def _settle(self, watch: EntryWatch) -> None:
+        """Take a loop's entry barrier out when what follows it, up to the body's next
+        barrier, meets neither the body's tail (the previous turn) nor what was pending
+        before the loop (the first turn)."""
+        earlier = [p for p in self.pending + watch.before if p.buffer is not ANY]
+        for a in watch.segment:
+            if any(self._meets(a.buffer, a.kind, a.layout, p) for p in earlier if p is not a):
+                return
+        if not any(i is watch.barrier for i in watch.items):
+            return
+        watch.items[:] = [i for i in watch.items if i is not watch.barrier]
+        self.count -= 1
+        log.debug("no barrier at the loop's entry: its turns touch shared memory in one layout")
 
     @contextmanager
     def branch(self, varying: bool = False):

@@ -30,10 +30,16 @@ HINTS = {"pred": "p", "f32": "f", "f64": "d", "f16": "h", "bf16": "hb", "u64": "
 
 @dataclass
 class Region:
-    """An open nested block; `block` is set when it closes."""
+    """A nested block; `block` is what was emitted in it, once it is closed (None while
+    open). It is read from `items` when asked for, so a pass that settles after the
+    region closes (the barrier tracker's loop entry) still shapes it."""
 
     items: list
-    block: lir.Block | None = None
+    closed: bool = False
+
+    @property
+    def block(self) -> lir.Block | None:
+        return lir.Block(tuple(self.items)) if self.closed else None
 
 
 class Builder:
@@ -107,7 +113,7 @@ class Builder:
             yield r
         finally:
             self.stack.pop()
-            r.block = lir.Block(tuple(r.items))
+            r.closed = True
 
     @contextmanager
     def at_prologue(self):

@@ -61,10 +61,12 @@ def ops(k, op, **attrs):
 
 
 def run_both(hk, k, grid, arrays: dict, scalars: dict | None = None, dims: dict | None = None,
-             dynamic_smem: int = 0):  # fmt: skip
+             dynamic_smem: int = 0, races_ok: bool = False):  # fmt: skip
     """Run the hir kernel on the tile interpreter and the lir kernel on the threads
     interpreter with copies of the same inputs; returns (tiles' arrays, threads' arrays).
-    `dynamic_smem` is the threads interpreter's dynamic shared window (`@dynshared`)."""
+    `dynamic_smem` is the threads interpreter's dynamic shared window (`@dynshared`).
+    A shared-memory race in the threads' run fails the call (`RaceFound`) unless
+    `races_ok`."""
     from phobos.interp.threads import GlobalMemory, run_lir
     from phobos.interp.tiles import run_kernel
 
@@ -87,9 +89,15 @@ def run_both(hk, k, grid, arrays: dict, scalars: dict | None = None, dims: dict 
     shapes.update(dims or {})
     for name in hk.dyn_dims:
         params[name] = shapes[name]
-    run_lir(k, grid, params, mem, check_races=True, dynamic_smem=dynamic_smem)
+    result = run_lir(k, grid, params, mem, check_races=True, dynamic_smem=dynamic_smem)
+    if not races_ok and not result.race_free:
+        raise RaceFound(result.format_races())
     got = {n: mem.read(addrs[n]) for n in arrays}
     return ref, got
+
+
+class RaceFound(AssertionError):
+    """The threads interpreter saw a shared-memory race."""
 
 
 def ptxas(k, arch="sm_90"):
