@@ -79,10 +79,14 @@ class CudaCopies:
 
     def reset(self) -> None:
         """Each copy holds its original's bytes again, and its canary."""
+        cuda.ctx_synchronize()  # the originals as every stream leaves them
         for t, ptr in zip(self.tensors, self.buffers, strict=True):
             if t.nbytes:
                 cuda.memcpy_dtod(ptr, t.ptr, t.nbytes)
             _write(ptr + t.nbytes, self._canary)
+        # The copies run on the legacy stream; a launch on a stream that does not wait
+        # for it (CU_STREAM_NON_BLOCKING) must not start before they finish.
+        cuda.ctx_synchronize()
 
     def canary_reports(self) -> list[str]:
         """What each broken canary says (empty when all are intact)."""
@@ -185,6 +189,7 @@ class CudaBackend:
     def reference(self, reference) -> dict[str, np.ndarray]:
         """Run `reference` on host copies of the arguments (numpy arrays for tensors,
         scalars as given); every tensor as the reference leaves it."""
+        cuda.ctx_synchronize()  # the arguments as every stream leaves them
         host = list(self.args)
         for t in self.tensors:
             host[t.index] = _to_host(t.ptr, t)
