@@ -65,7 +65,7 @@ def _read(args, tensor_slots):
         return None
     key = []
     pointers = []
-    for arg, is_tensor in zip(args, tensor_slots, strict=True):
+    for arg, is_tensor in zip(args, tensor_slots, strict=False):  # lengths equal, as checked
         t = type(arg)
         if not is_tensor:
             key.append(t)
@@ -107,6 +107,7 @@ class Plan:
         self.threads = contract.threads
         self.shared = contract.dynamic_smem
         self.meta = {**bound.dims, **contract.variant}
+        self._last: tuple = (None, None)  # the last tuple grid and its block counts
         self.single = cuda.device_count() == 1
         # Per slot to write on a launch: pointers by their tensor's position among the
         # tensor arguments; scalars by the argument's position, with their type.
@@ -122,9 +123,15 @@ class Plan:
 
     def launch(self, grid, args, pointers, stream) -> bool:
         """Launch, or return False for the whole path to handle (and explain) it."""
-        counts = self._grid(grid)
-        if counts is None:
-            return False
+        last = self._last  # (grid, counts), replaced whole: threads may share the plan
+        if grid is last[0]:  # the tuple of ints checked last time: it cannot have changed
+            counts = last[1]
+        else:
+            counts = self._grid(grid)
+            if counts is None:
+                return False
+            if type(grid) is tuple:
+                self._last = (grid, counts)
         with self.lock:
             for value, i in self.pointers:
                 ptr = pointers[i]

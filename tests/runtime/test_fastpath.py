@@ -185,3 +185,14 @@ def test_the_fast_path_passes_the_stream_and_raises_the_drivers_error(kernel):
     fake.fail["cuLaunchKernel"] = 701
     with pytest.raises(cuda.CudaError, match="cuLaunchKernel failed"):
         gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))
+
+
+def test_a_grid_tuple_given_again_is_launched_as_checked_and_a_new_one_checked_again(kernel):
+    gpu, fake = kernel
+    grid = (3, 2)
+    for _ in range(3):
+        gpu.launch(grid, (DeviceArray(64, 0x10000), 1.0))
+    gpu.launch((5,), (DeviceArray(64, 0x10000), 1.0))
+    with pytest.raises(Exception, match="grid"):
+        gpu.launch((0,), (DeviceArray(64, 0x10000), 1.0))
+    assert [launch["grid"] for launch in fake.launches] == [(3, 2, 1)] * 3 + [(5, 1, 1)]
