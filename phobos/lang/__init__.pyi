@@ -17,7 +17,8 @@ class OutsideKernelError(RuntimeError): ...
 class KernelCompileError(CompileError): ...
 
 class Kernel:
-    """A `@ph.kernel` def: launch it with `k[grid](*args)`, compile it with `k.compile()`."""
+    """A `@ph.kernel` def: launch it with `k[grid](*args)`, compile it with `k.compile()`,
+    tune its `@autotune` space with `k.tune(grid, *args, reference=f)`."""
 
     name: _builtins.str
     key: _builtins.tuple[_builtins.str, ...] | None
@@ -29,6 +30,18 @@ class Kernel:
     def variant(self, **constants: _builtins.int) -> Kernel: ...
     def compile(self, chip: _builtins.str = ..., variant: Any = ...) -> Any: ...
     def checked(self, variant: Any = ...) -> Any: ...
+    def tune(
+        self,
+        grid: Any,
+        *args: Any,
+        reference: Callable[..., None] | None = ...,
+        rtol: _builtins.float | None = ...,
+        atol: _builtins.float | None = ...,
+        flush_l2: _builtins.bool = ...,
+        stream: Any = ...,
+        force: _builtins.bool = ...,
+    ) -> _builtins.dict[_builtins.str, _builtins.int]: ...
+    def variants(self, chip: _builtins.str = ..., check_races: _builtins.bool = ...) -> Any: ...
 
 class Fn:
     """A `@ph.fn` def: inlined where a kernel calls it."""
