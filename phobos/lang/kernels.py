@@ -437,8 +437,9 @@ class Kernel:
         writing its outputs in place; those that pass are timed, and the result is kept
         in the kernel cache for this card and the key extents' values, where later
         launches (and later processes) find it. `reference`, `rtol` and `atol` default
-        to the decorator's. Under `PHOBOS_TUNE=0` nothing is tuned and each constant's
-        first choice is returned. A view tunes the constants it leaves free:
+        to the decorator's. Under `PHOBOS_TUNE=0` (or `PHOBOS_INTERPRET=1`, where every
+        launch runs on the CPU interpreter) nothing is tuned and each constant's first
+        choice is returned. A view tunes the constants it leaves free:
         `kernel.variant(BLOCK=4096).tune(...)` runs only the variants with BLOCK=4096.
 
             @ph.kernel(key=("N",))
@@ -455,7 +456,7 @@ class Kernel:
         from phobos.tune import tuner
 
         space = self.checked().attrs.space
-        if not tuner.enabled():
+        if not tuner.enabled() or interpreting():  # the interpreter runs any variant alike
             return {**space.first_choice(), **(self._variant or {})}
         options = self.options
         record = tuner.tune(

@@ -167,8 +167,9 @@ def test_tuning_needs_a_reference(arrays):
         tuner.tune(seeded, grid, arrays, reference=None, backend=object())
 
 
-def test_phobos_tune_0_takes_the_first_choices(arrays, monkeypatch):
-    monkeypatch.setenv("PHOBOS_TUNE", "0")
+@pytest.mark.parametrize("env", ["PHOBOS_TUNE=0", "PHOBOS_INTERPRET=1"])
+def test_phobos_tune_0_takes_the_first_choices(arrays, monkeypatch, env):
+    monkeypatch.setenv(*env.split("="))
     assert seeded.tune(grid, *arrays, reference=doubled) == {"V": 1, "BLOCK": 256}
     assert seeded.variant(BLOCK=1024).tune(grid, *arrays) == {"V": 1, "BLOCK": 1024}
 
