@@ -391,14 +391,9 @@ class Kernel:
         )
         if record is None:
             return None
-        space = self.checked().attrs.space
-        wanted = [v for v in space.variants() if all(v[k] == fixed[k] for k in fixed)]
-        best = None
-        for result in record.variants:
-            if result.status == "timed" and result.variant in wanted:
-                if best is None or result.best_ms < best.best_ms:
-                    best = result
-        return dict(best.variant) if best is not None else None
+        from phobos.tune.tuner import agreeing
+
+        return record.only(agreeing(self.checked().attrs.space, fixed)).winner
 
     @property
     def source_key(self) -> str:

@@ -191,6 +191,12 @@ class Record:
             return None
         return dict(min(timed, key=lambda r: r.best_ms).variant)
 
+    def only(self, variants) -> Record:
+        """This record with only the results of `variants` (its winner is then chosen
+        among them: a view of a kernel fixed some constants)."""
+        keep = [r for r in self.variants if r.variant in variants]
+        return self if len(keep) == len(self.variants) else dataclasses.replace(self, variants=keep)
+
     def result_for(self, variant: Mapping[str, int]) -> VariantResult | None:
         """This record's result for `variant` (names in any order), or None."""
         wanted = dict(variant)

@@ -64,6 +64,16 @@ def key_values(kernel, dims: dict[str, int]) -> dict[str, int]:
     return {name: dims[name] for name in kernel.key}
 
 
+def agreeing(space, fixed: dict[str, int]) -> list[dict[str, int]]:
+    """The variants of `space` that keep the constants `fixed` (a view's), in order.
+
+    >>> from phobos.sema.space import Space
+    >>> agreeing(Space({"B": (1, 2), "T": (3, 4)}), {"T": 4})
+    [{'B': 1, 'T': 4}, {'B': 2, 'T': 4}]
+    """
+    return [v for v in space.variants() if all(v[k] == fixed[k] for k in fixed)]
+
+
 def tune(
     kernel,
     grid: Any,
@@ -112,7 +122,7 @@ def tune(
     unknown = [name for name in fixed if name not in space]
     if unknown:
         raise TuneError(f"`{kernel.name}` has no @autotune dimension `{unknown[0]}`")
-    wanted = [v for v in space.variants() if all(v[k] == fixed[k] for k in fixed)]
+    wanted = agreeing(space, fixed)
     todo = [v for v in wanted if old is None or not _timed(old.result_for(v))]
     results: dict[str, Any] = {}
     if todo:
@@ -138,7 +148,7 @@ def tune(
         variants=ordered,
     )
     path = store.save(record)
-    record = _best_of(record, wanted)
+    record = record.only(wanted)
     if todo:
         from phobos.tune.show import format_record
 
@@ -148,17 +158,6 @@ def tune(
 
 def _timed(result) -> bool:
     return result is not None and result.status == "timed"
-
-
-def _best_of(record, wanted):
-    """`record` as the caller sees it: its winner chosen among the `wanted` variants
-    (all of them, unless a view fixed some constants)."""
-    import dataclasses
-
-    if len(wanted) == sum(1 for _ in record.variants):
-        return record
-    keep = [r for r in record.variants if r.variant in wanted]
-    return dataclasses.replace(record, variants=keep)
 
 
 def _run(kernel, grid, todo, reference, rtol, atol, flush_l2, jobs, backend, bar) -> dict:
