@@ -593,9 +593,17 @@ def fn(func=None, *, uses=None):
     return Fn(func, uses=uses)
 
 
+def _said_alone() -> tuple[type, ...]:
+    """The errors whose message says all a user needs: no traceback."""
+    from phobos.tune.device import TuneError
+
+    return (LaunchError, TuneError)
+
+
 def install_excepthook() -> None:
     """Print an uncaught `CompileError` as its report alone, without a traceback,
-    and an uncaught `LaunchError` (a refused argument or grid) as its message alone.
+    and an uncaught `LaunchError` (a refused argument or grid) or `TuneError` (tuning
+    that cannot start or finish) as its message alone.
 
     Installed once, when `phobos.lang` is imported; any other exception goes to the
     hook that was there before. `PHOBOS_TRACEBACK=1` shows the traceback as well.
@@ -614,7 +622,7 @@ def install_excepthook() -> None:
             stream.write(render(exc.diagnostics, color=bool(isatty and isatty())))
             stream.flush()
             return
-        if isinstance(exc, LaunchError) and os.environ.get("PHOBOS_TRACEBACK", "") in ("", "0"):
+        if isinstance(exc, _said_alone()) and os.environ.get("PHOBOS_TRACEBACK", "") in ("", "0"):
             sys.stderr.write(f"error: {exc}\n")
             sys.stderr.flush()
             return

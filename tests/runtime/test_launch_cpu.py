@@ -359,6 +359,11 @@ def test_uncaught_launch_error_prints_its_message_alone(monkeypatch, capsys):
         "error: `saxpy`: argument `x` is a str\n  = help: pass an array\n"
     )
     assert seen == []
+    from phobos.tune.device import TuneError
+
+    tuning = TuneError("`saxpy` cannot be tuned while a CUDA graph is being captured")
+    sys.excepthook(TuneError, tuning, None)
+    assert capsys.readouterr().err == f"error: {tuning}\n"
     other = RuntimeError("not ours")
     sys.excepthook(RuntimeError, other, None)
     assert seen == [(RuntimeError, other, None)]
