@@ -20,7 +20,7 @@ On a machine with the driver, one `Device` per ordinal holds its primary context
 
 The wrappers take and return plain ints for handles (a `CUfunction`, a `CUstream` is
 its address); `0` is the legacy default stream. Where the driver exports a `_v2`
-symbol for a call (`cuMemAlloc_v2`, `cuLinkCreate_v2`, ...) the wrapper calls it.
+symbol for a call (`cuMemAlloc_v2`, `cuMemFree_v2`, ...) the wrapper calls it.
 Tests replace the library with a fake object through `use_library`.
 """
 
@@ -61,9 +61,6 @@ JIT_ERROR_LOG_BUFFER = 5
 JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
 JIT_LOG_VERBOSE = 12
 
-# CUjitInputType
-JIT_INPUT_PTX = 1
-
 LOG_SIZE = 1 << 16  # bytes of JIT info and error log kept
 
 _p = POINTER
@@ -88,13 +85,6 @@ _SIGNATURES: dict[str, tuple[str, list[Any]]] = {
     ),
     "cuModuleUnload": ("cuModuleUnload", [c_void_p]),
     "cuModuleGetFunction": ("cuModuleGetFunction", [_p(c_void_p), c_void_p, c_char_p]),
-    "cuLinkCreate": ("cuLinkCreate_v2", [c_uint, _p(c_int), _p(c_void_p), _p(c_void_p)]),
-    "cuLinkAddData": (
-        "cuLinkAddData_v2",
-        [c_void_p, c_int, c_char_p, c_size_t, c_char_p, c_uint, _p(c_int), _p(c_void_p)],
-    ),
-    "cuLinkComplete": ("cuLinkComplete", [c_void_p, _p(c_void_p), _p(c_size_t)]),
-    "cuLinkDestroy": ("cuLinkDestroy", [c_void_p]),
     "cuFuncGetAttribute": ("cuFuncGetAttribute", [_p(c_int), c_int, c_void_p]),
     "cuFuncSetAttribute": ("cuFuncSetAttribute", [c_void_p, c_int, c_int]),
     "cuOccupancyMaxActiveBlocksPerMultiprocessor": (
@@ -459,34 +449,6 @@ def module_get_function(module: int, name: str) -> int:
     func = c_void_p()
     _call("cuModuleGetFunction", ctypes.pointer(func), module, name.encode())
     return func.value or 0
-
-
-def link_ptx(ptx: bytes, name: str = "kernel.ptx") -> tuple[bytes, str]:
-    """PTX -> cubin for the current context's device, by the driver's linker:
-    (cubin bytes, the linker's info log). A failure names the call (`cuLinkAddData`
-    for PTX that does not assemble) and carries ptxas's log."""
-    logs = _Logs()
-    state = c_void_p()
-    check(
-        _fn("cuLinkCreate")(len(logs.options), logs.options, logs.values, ctypes.pointer(state)),
-        "cuLinkCreate",
-        logs.text(),
-    )
-    try:
-        data = ptx if ptx.endswith(b"\0") else ptx + b"\0"
-        status = _fn("cuLinkAddData")(
-            state, JIT_INPUT_PTX, data, len(data), name.encode(), 0, None, None
-        )
-        check(status, "cuLinkAddData", logs.text())
-        cubin = c_void_p()
-        size = c_size_t()
-        status = _fn("cuLinkComplete")(state, ctypes.pointer(cubin), ctypes.pointer(size))
-        check(status, "cuLinkComplete", logs.text())
-        # the image belongs to the link state: copy it out before destroying that
-        image = ctypes.string_at(cubin.value, size.value)
-        return image, logs.text()
-    finally:
-        _call("cuLinkDestroy", state)
 
 
 def func_get_attribute(func: int, attr: int) -> int:

@@ -1,15 +1,17 @@
-"""Loading compiled kernels on a device: PTX -> cubin by the driver's linker, a
+"""Loading compiled kernels on a device: PTX -> cubin (`phobos.runtime.assemble`), a
 module loaded in the device's context, and its functions.
 
     dev = cuda.device(0)
-    cubin = link(ptx_text, dev)              # cuLinkCreate .. cuLinkComplete
+    cubin = link(ptx_text, dev)              # ptxas, whole program; None without one
     mod = Module.load(cubin, dev)            # cuModuleLoadDataEx
     fn = mod.function("saxpy")               # cuModuleGetFunction
     fn.registers, fn.static_smem, fn.max_threads
 
 `load_kernel(ptx, contract_json, key, dev)` does the same through the kernel cache:
-a hit loads the cached cubin and links nothing; a miss links and stores the cubin.
-Every driver failure is a `cuda.CudaError` naming the call, with the JIT's log.
+a hit loads the cached cubin and assembles nothing; a miss assembles and stores the
+cubin. Without a usable `ptxas` the driver compiles the PTX as it loads it, and the
+cache keeps the PTX alone. Every driver failure is a `cuda.CudaError` naming the call,
+with the JIT's log (`assemble.AssembleError`, naming `ptxas`, for PTX it refuses).
 """
 
 from __future__ import annotations
@@ -17,17 +19,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from phobos.runtime import cuda
+from phobos.runtime import assemble, cuda
 from phobos.runtime.cache import Entry, KernelCache, Key
 
 
-def link(ptx: str | bytes, device: cuda.Device, name: str = "kernel.ptx") -> bytes:
-    """The cubin of `ptx` for `device` (its compute capability); `name` labels the
-    PTX in the linker's messages."""
-    device.activate()
+def link(ptx: str | bytes, device: cuda.Device) -> bytes | None:
+    """The cubin of `ptx` for `device`'s chip, assembled as a whole program by the
+    toolkit's `ptxas`; None when there is no `ptxas` this driver can load the output of
+    (the driver then compiles the PTX as `Module.load` loads it)."""
+    tool = assemble.usable_ptxas(cuda.driver_version())
+    if tool is None:
+        return None
     data = ptx.encode() if isinstance(ptx, str) else ptx
-    cubin, _log = cuda.link_ptx(data, name)
-    return cubin
+    return assemble.assemble(data, device.chip, tool)
+
+
+def load_image(ptx: str, cubin: bytes | None) -> bytes:
+    """What `cuModuleLoadDataEx` takes: the cubin, else the PTX, NUL-terminated."""
+    return cubin if cubin is not None else ptx.encode() + b"\0"
 
 
 class Module:
@@ -132,7 +141,8 @@ def load_kernel(
     cache: KernelCache | None = None,
 ) -> Loaded:
     """Load the kernel whose cache entry is `key` on `device`: the cached cubin when
-    the cache has a valid one, else `ptx` linked now and stored with `contract_json`.
+    the cache has a valid one, else `ptx` assembled now and stored with `contract_json`
+    (the PTX alone when there is no `ptxas`: the driver compiles it at each load).
     `key.chip` must be the device's chip: a cubin runs on the chip it was linked for.
     """
     if key.chip != device.chip:
@@ -145,4 +155,4 @@ def load_kernel(
         return Loaded(Module.load(entry.cubin, device), entry, True)
     cubin = link(ptx, device)
     entry = cache.put(key, ptx, cubin, contract_json)
-    return Loaded(Module.load(cubin, device), entry, False)
+    return Loaded(Module.load(load_image(ptx, cubin), device), entry, False)

@@ -123,7 +123,7 @@ class FakeDriver:
         ctypes.cast(data, ctypes.POINTER(ctypes.c_int))[0] = self.pointer_devices.get(ptr, 0)
         return self._record("cuPointerGetAttribute", attr, ptr)
 
-    # modules and linking
+    # modules
     def _write_log(self, options, values, count, option, text: bytes):
         for i in range(count):
             if options[i] == option:
@@ -134,6 +134,10 @@ class FakeDriver:
             self._write_log(options, values, count, cuda.JIT_ERROR_LOG_BUFFER, b"bad image")
             self._record("cuModuleLoadDataEx", image)
             return 200
+        if b"nope" in image:  # PTX the driver's JIT refuses
+            self._write_log(options, values, count, cuda.JIT_ERROR_LOG_BUFFER, PTXAS_LOG)
+            self._record("cuModuleLoadDataEx", image)
+            return 218
         out[0] = 0x2000
         return self._record("cuModuleLoadDataEx", image)
 
@@ -143,26 +147,6 @@ class FakeDriver:
     def cuModuleGetFunction(self, out, module, name):
         out[0] = 0x3000
         return self._record("cuModuleGetFunction", module, name)
-
-    def cuLinkCreate_v2(self, count, options, values, out):
-        self._link_log = (options, values, count)
-        out[0] = 0x4000
-        return self._record("cuLinkCreate_v2", count)
-
-    def cuLinkAddData_v2(self, state, kind, data, size, name, n, options, values):
-        status = self._record("cuLinkAddData_v2", kind, data, size, name)
-        if b"nope" in data:
-            self._write_log(*self._link_log, cuda.JIT_ERROR_LOG_BUFFER, PTXAS_LOG)
-            return 218
-        return status
-
-    def cuLinkComplete(self, state, out, size):
-        out[0] = ctypes.addressof(self.cubin)
-        size[0] = len(self.cubin)
-        return self._record("cuLinkComplete", state)
-
-    def cuLinkDestroy(self, state):
-        return self._record("cuLinkDestroy", state)
 
     # functions and launches
     def cuFuncGetAttribute(self, out, attr, func):
@@ -340,21 +324,18 @@ def test_events_time(fake):
     assert fake.names().count("cuEventDestroy_v2") == 1
 
 
-def test_link_returns_a_copy_of_the_cubin_and_destroys_the_state(fake):
-    cubin = link(".version 8.0\n.target sm_90\n", cuda.device(0))
-    assert cubin == b"\x7fELF fake cubin"
-    name, args = next(c for c in fake.calls if c[0] == "cuLinkAddData_v2")
-    assert args[0] == cuda.JIT_INPUT_PTX and args[1].endswith(b"\0")
-    assert fake.names()[-1] == "cuLinkDestroy"
+def test_without_ptxas_link_gives_none_and_the_driver_compiles_the_ptx(fake, monkeypatch):
+    monkeypatch.setenv("PHOBOS_PTXAS", "none")
+    assert link(".version 8.0\n.target sm_90\n", cuda.device(0)) is None
+    assert not any(name.startswith("cuLink") for name in fake.names())
 
 
-def test_bad_ptx_names_cuLinkAddData_and_carries_the_ptxas_log(fake):
+def test_ptx_the_driver_refuses_names_the_load_and_carries_the_jit_log(fake):
     with pytest.raises(cuda.CudaError) as info:
-        link(".version 8.0\n nope", cuda.device(0))
-    assert info.value.call == "cuLinkAddData"
+        Module.load(b".version 8.0\n nope\0", cuda.device(0))
+    assert info.value.call == "cuModuleLoadDataEx"
     assert "CUDA_ERROR_INVALID_PTX" in str(info.value)
     assert "Unknown symbol 'nope'" in str(info.value) and "nope" in info.value.log
-    assert fake.names()[-1] == "cuLinkDestroy"
 
 
 def test_module_load_failure_carries_the_jit_log(fake):
@@ -377,17 +358,65 @@ def test_module_function_and_its_attributes(fake):
     assert "cuModuleUnload" in fake.names()
 
 
-def test_load_kernel_links_once_then_hits_the_cache(fake, tmp_path):
-    cache = KernelCache(tmp_path)
+def loaded_images(fake) -> list[bytes]:
+    return [bytes(args[0]) for name, args in fake.calls if name == "cuModuleLoadDataEx"]
+
+
+def test_load_kernel_assembles_once_then_hits_the_cache(fake, tmp_path, monkeypatch):
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("PHOBOS_PTXAS", str(fake_ptxas(tmp_path, "12.4", runs)))
+    cache = KernelCache(tmp_path / "cache")
     dev = cuda.device(0)
     key = entry_key("src", "fp", "sm_90", {})
     first = load_kernel(".version 8.0", '{"kernels": []}', key, dev, cache)
-    assert not first.hit and first.entry.cubin == b"\x7fELF fake cubin"
-    links = fake.names().count("cuLinkComplete")
+    assert not first.hit and first.entry.cubin == b"\x7fELF cubin for sm_90"
     second = load_kernel(".version 8.0", '{"kernels": []}', key, dev, cache)
-    assert second.hit and fake.names().count("cuLinkComplete") == links
+    assert second.hit and runs.read_text().count("run") == 1
+    assert loaded_images(fake) == [b"\x7fELF cubin for sm_90"] * 2
     with pytest.raises(ValueError, match="sm_80"):
         load_kernel("", "{}", entry_key("src", "fp", "sm_80", {}), dev, cache)
+
+
+def test_without_ptxas_the_cache_keeps_the_ptx_and_the_driver_compiles_it(
+    fake, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PHOBOS_PTXAS", "none")
+    cache = KernelCache(tmp_path)
+    key = entry_key("src", "fp", "sm_90", {})
+    for _ in range(2):
+        loaded = load_kernel(".version 8.0", '{"kernels": []}', key, cuda.device(0), cache)
+        assert not loaded.hit and loaded.entry.cubin is None
+        assert cache.get(key).ptx == ".version 8.0"
+    assert loaded_images(fake) == [b".version 8.0\0"] * 2
+
+
+def test_a_ptxas_newer_than_the_driver_is_not_used(fake, tmp_path, monkeypatch):
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("PHOBOS_PTXAS", str(fake_ptxas(tmp_path, "13.0", runs)))  # driver: 12.4
+    loaded = load_kernel(
+        ".version 8.0",
+        "{}",
+        entry_key("s", "fp", "sm_90", {}),
+        cuda.device(0),
+        KernelCache(tmp_path),
+    )
+    assert loaded.entry.cubin is None and loaded_images(fake) == [b".version 8.0\0"]
+    assert "run" not in (runs.read_text() if runs.exists() else "")
+
+
+def fake_ptxas(directory, release: str, runs):
+    """A `ptxas` of `release` that writes a cubin naming its -arch, noting each run."""
+    script = directory / "ptxas"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = --version ]; then echo "Cuda compilation tools, release {release}, V0"; '
+        "exit 0; fi\n"
+        f'echo run >> "{runs}"\n'
+        "arch=${1#-arch=}; out=$4\n"
+        'printf "\\177ELF cubin for %s" "$arch" > "$out"\n'
+    )
+    script.chmod(0o755)
+    return script
 
 
 def test_with_several_gpus_a_context_another_library_made_current_is_replaced():

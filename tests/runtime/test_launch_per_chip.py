@@ -64,31 +64,32 @@ class Dev:
 def driver(tmp_path, monkeypatch):
     monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("PHOBOS_INTERPRET", raising=False)
+    monkeypatch.setenv("PHOBOS_PTXAS", "none")  # the driver compiles: its images are the PTX
     fake = FakeDriver(devices=2, capabilities=[(9, 0), (8, 0)])
     previous = cuda.use_library(fake)
     yield fake
     cuda.use_library(previous)
 
 
-def linked_targets(fake) -> list[str]:
-    """The `.target` of each PTX the linker was given, in order."""
+def compiled_targets(fake) -> list[str]:
+    """The `.target` of each PTX the driver was given to compile, in order."""
     targets = []
     for name, args in fake.calls:
-        if name == "cuLinkAddData_v2":
-            text = bytes(args[1]).decode(errors="replace")
+        if name == "cuModuleLoadDataEx":
+            text = bytes(args[0]).decode(errors="replace")
             line = next(t for t in text.splitlines() if t.startswith(".target"))
             targets.append(line.split()[1])
     return targets
 
 
-def test_each_device_links_ptx_for_its_own_chip(driver):
+def test_each_device_compiles_ptx_for_its_own_chip(driver):
     k = scale.variant()  # a fresh view: no kernel compiled by another test
     k._gpu.clear()
     driver.pointer_devices = {0x10000: 1, 0x20000: 0}
     k[(1,)](Dev(256, 0x10000), 2.0)
-    assert linked_targets(driver) == ["sm_80"]
+    assert compiled_targets(driver) == ["sm_80"]
     k[(1,)](Dev(256, 0x20000), 2.0)
-    assert linked_targets(driver) == ["sm_80", "sm_90"]
+    assert compiled_targets(driver) == ["sm_80", "sm_90"]
     assert sorted(k._gpu[()]) == ["sm_80", "sm_90"]
     assert [launch["function"] for launch in driver.launches] == [0x3000, 0x3000]
 
@@ -106,7 +107,7 @@ def test_torch_like_arrays_on_two_chips_both_keep_the_fast_path(driver, monkeypa
         k[(1,)](TorchLike(256, 0x10000, 1), 1.0)
         k[(1,)](TorchLike(256, 0x20000, 0), 1.0)
     assert len(binds) == 2  # once per device: later launches take their plans
-    assert linked_targets(driver) == ["sm_80", "sm_90"]
+    assert compiled_targets(driver) == ["sm_80", "sm_90"]
     assert len(driver.launches) == 6
     # the driver is asked an array's device only by the two whole-path bindings
     assert driver.names().count("cuPointerGetAttribute") == 2
@@ -122,6 +123,7 @@ def test_first_device_reads_the_arrays_without_binding(driver):
 def test_one_gpu_asks_the_driver_nothing_to_pick_the_chip(tmp_path, monkeypatch):
     monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("PHOBOS_INTERPRET", raising=False)
+    monkeypatch.setenv("PHOBOS_PTXAS", "none")
     fake = FakeDriver(devices=1, capabilities=[(8, 0)])
     previous = cuda.use_library(fake)
     try:
@@ -129,7 +131,7 @@ def test_one_gpu_asks_the_driver_nothing_to_pick_the_chip(tmp_path, monkeypatch)
         k._gpu.clear()
         k[(1,)](Dev(256, 0x10000), 2.0)
         k[(1,)](Dev(256, 0x10000), 3.0)
-        assert linked_targets(fake) == ["sm_80"]
+        assert compiled_targets(fake) == ["sm_80"]
         assert "cuPointerGetAttribute" not in fake.names()
         assert len(fake.launches) == 2
     finally:
