@@ -131,12 +131,12 @@ class Table:
     def markdown(self) -> str:
         lines = [
             "| kernel | size | Phobos µs | Triton µs | Triton autotuned µs | torch µs | "
-            "Phobos GB/s | Triton GB/s | Phobos / Triton time | check |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            "copy of the bytes µs | Phobos GB/s | Triton GB/s | Phobos / Triton time | check |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         ]
         for (kernel, size), impls in self.groups().items():
             ph, tr, to = impls.get("phobos"), impls.get("triton"), impls.get("torch")
-            tt = impls.get("triton autotuned")
+            tt, cp = impls.get("triton autotuned"), impls.get(COPY)
 
             def us(r):
                 return f"{r['us']:.1f}" if r else "—"
@@ -147,11 +147,22 @@ class Table:
             ratio = f"{ph['us'] / tr['us']:.2f}" if ph and tr else "—"
             check = ph["check"] if ph else "not run"
             lines.append(
-                f"| {kernel} | {size} | {us(ph)} | {us(tr)} | {us(tt)} | {us(to)} | {gbs(ph)} | "
+                f"| {kernel} | {size} | {us(ph)} | {us(tr)} | {us(tt)} | {us(to)} | {us(cp)} | {gbs(ph)} | "
                 f"{gbs(tr)} "
                 f"| {ratio} | {check} |"
             )
         return "\n".join(lines)
+
+
+COPY = "copy"  # a row's floor, not a peer: a copy moving the bytes the kernel must move
+
+
+def same_bytes_copy(table, kernel, size, gbytes):
+    """Times a device-to-device copy that reads and writes `gbytes` in all, as the row
+    does: the fastest this card moves that many bytes, launch included."""
+    x = torch.randint(0, 255, (gbytes // 2,), dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    table.add(kernel, size, COPY, median_ms(lambda: y.copy_(x)), gbytes=gbytes, check="")
 
 
 def rel_error(out, ref) -> float:
@@ -212,6 +223,7 @@ def bench_add(table, n):
               gbytes=g, check="")  # fmt: skip
     table.add("add", f"{n} f32", "torch", median_ms(lambda: torch.add(x, y, out=o)),
               gbytes=g, check="")  # fmt: skip
+    same_bytes_copy(table, "add", f"{n} f32", g)
 
 
 def bench_softmax(table, m, n):
@@ -246,6 +258,7 @@ def bench_softmax(table, m, n):
               gbytes=g, check="")  # fmt: skip
     table.add("softmax", f"{m}x{n} f32", "torch", median_ms(lambda: torch.softmax(x, 1)),
               gbytes=g, check="")  # fmt: skip
+    same_bytes_copy(table, "softmax", f"{m}x{n} f32", g)
 
 
 def norm_reference(which):
@@ -306,6 +319,7 @@ def bench_norm(table, m, n, which):
     table.add(which, size, "phobos", ms, gbytes=g, check=check_text)
     table.add(which, size, "triton", median_ms(peer), gbytes=g, check="")
     table.add(which, size, "torch", median_ms(torch_fn), gbytes=g, check="")
+    same_bytes_copy(table, which, size, g)
 
 
 def launch_overhead(n_launch=2000, rounds=7) -> dict[str, float]:
@@ -361,7 +375,7 @@ def targets(table: Table, launch: dict, copy_gbs: float | None) -> list[str]:
 
     for (kernel, size), impls in table.groups().items():
         ph = impls.get("phobos")
-        peers = [r for name, r in impls.items() if name != "phobos"]
+        peers = [r for name, r in impls.items() if name not in ("phobos", COPY)]
         if not ph or not peers:
             continue
         best = min(peers, key=lambda r: r["us"])
@@ -376,9 +390,10 @@ def targets(table: Table, launch: dict, copy_gbs: float | None) -> list[str]:
         lines.append(f"| add 2^28 f32 at 95% of the copy bandwidth ({copy_gbs:.0f} GB/s) | "
                      f"{share:.1%} | {verdict(share >= 0.95)} |")  # fmt: skip
     for key in (("softmax", "4096x16384 f32"), ("layernorm", "4096x8192 f16")):
-        row = groups.get(key, {}).get("phobos")
+        row, floor = groups.get(key, {}).get("phobos"), groups.get(key, {}).get(COPY)
         if row:
-            lines.append(f"| {key[0]} {key[1]} at 3.8 TB/s | {row['gbs'] / 1e3:.2f} TB/s | "
+            beside = f" (a copy of the same bytes: {floor['gbs'] / 1e3:.2f})" if floor else ""
+            lines.append(f"| {key[0]} {key[1]} at 3.8 TB/s | {row['gbs'] / 1e3:.2f} TB/s{beside} | "
                          f"{verdict(row['gbs'] >= 3800)} |")  # fmt: skip
     ph, tr = launch.get("phobos kernel[grid]"), launch.get("triton kernel[grid]")
     if ph and tr:
@@ -436,7 +451,9 @@ def main(argv=None) -> int:
         "BLOCK is the next power of two of the row (one tile a row) and the CTA size T is "
         "tuned; vector add tunes BLOCK. Every variant is checked against a float64 reference "
         "and timed with the L2 flushed before its time counts. Triton autotuned: the same "
-        "softmax under `triton.autotune` over 1 to 32 warps.",
+        "softmax under `triton.autotune` over 1 to 32 warps. Copy of the bytes: a "
+        "device-to-device copy (torch) reading and writing as many bytes as the row's kernel "
+        "must, timed the same way: the floor of that row, launch included.",
         "",
         table.markdown(),
         "",
