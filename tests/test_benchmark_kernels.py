@@ -62,8 +62,8 @@ ROW_KERNELS = [kernels.softmax_rows, kernels.layer_norm, kernels.rms_norm]
 @pytest.mark.parametrize("kernel", ROW_KERNELS, ids=lambda k: k.name)
 def test_row_kernels_search_their_cta_size(kernel):
     # benchmarks/run.py times each T of this list: each variant compiles for its own CTA size
-    assert kernel.checked().attrs.autotune["T"] == (256, 128, 512, 64, 32)
-    for t in (256, 128, 512, 64, 32):
+    assert kernel.checked().attrs.autotune["T"] == (256, 128, 512, 64, 32, 1024)
+    for t in (256, 128, 512, 64, 32, 1024):
         built = kernel.compile(variant={"BLOCK": 1024, "T": t})
         assert built.hir.threads == built.lir.threads == built.contract.threads == t
         assert f".maxntid {t}, 1, 1" in built.ptx
@@ -77,7 +77,7 @@ def test_a_one_warp_cta_reduces_its_rows_without_a_barrier(kernel):
     assert "bar.sync" not in ptx and "barrier.sync" not in ptx
 
 
-@pytest.mark.parametrize("t", [128, 512, 64, 32])
+@pytest.mark.parametrize("t", [128, 512, 64, 32, 1024])
 def test_softmax_rows_at_another_cta_size(rng, t):
     x = rng.standard_normal((M, N), dtype=np.float32) * 4
     y = np.full_like(x, np.nan)
