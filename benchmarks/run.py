@@ -4,9 +4,10 @@ Run on a machine with an NVIDIA GPU, torch and Triton:
 
     python benchmarks/run.py [--out benchmarks/RESULTS.md] [--quick]
 
-Each row is the median of CUDA-event timings (`triton.testing.do_bench`) of the same
-computation by each implementation, after its result is checked against a float64
-reference on fresh random inputs (outputs poisoned first). Bytes count each input read
+Each row times the same computation by each implementation with CUDA events
+(`triton.testing.do_bench`), the implementations taking turns (`in_turns`), after the
+Phobos result is checked against a float64 reference on fresh random inputs (outputs
+poisoned first). Beside them, a copy of as many bytes as the row must move: its floor. Bytes count each input read
 once and each output written once: that is the floor the GB/s column is measured against.
 The Triton kernels are those of Triton's tutorials, as `shared/bench/peers.py` times them.
 """
@@ -35,6 +36,24 @@ from benchmarks import kernels as ph_kernels  # noqa: E402
 
 def median_ms(fn) -> float:
     return do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+ROUNDS = 5  # a row's implementations are timed this many times each, taking turns
+
+
+def in_turns(fns: dict) -> dict[str, float]:
+    """Milliseconds a call of each of `fns`, timed in turns: ROUNDS rounds in which each
+    takes 60 ms of `do_bench` (the order rotated each round), the median of its rounds
+    kept. The card's clock and the host drift over seconds; taking turns shares that
+    drift among the implementations compared, where timing each in one block did not."""
+    for fn in fns.values():
+        do_bench(fn, warmup=50, rep=10)
+    names = list(fns)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(ROUNDS):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            samples[name].append(do_bench(fns[name], warmup=5, rep=60, return_mode="median"))
+    return {name: statistics.median(ms) for name, ms in samples.items()}
 
 
 # ---------------------------------------------------------------------------
@@ -157,12 +176,18 @@ class Table:
 COPY = "copy"  # a row's floor, not a peer: a copy moving the bytes the kernel must move
 
 
-def same_bytes_copy(table, kernel, size, gbytes):
-    """Times a device-to-device copy that reads and writes `gbytes` in all, as the row
-    does: the fastest this card moves that many bytes, launch included."""
+def same_bytes_copy(gbytes):
+    """A device-to-device copy reading and writing `gbytes` in all, as the row's kernel
+    must: timed beside it, the fastest this card moves that many bytes, launch included."""
     x = torch.randint(0, 255, (gbytes // 2,), dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
-    table.add(kernel, size, COPY, median_ms(lambda: y.copy_(x)), gbytes=gbytes, check="")
+    return lambda: y.copy_(x)
+
+
+def add_row(table, kernel, size, fns, gbytes, checks):
+    """Times `fns` (implementation -> call) in turns and adds one table row each."""
+    for impl, ms in in_turns(fns).items():
+        table.add(kernel, size, impl, ms, gbytes=gbytes, check=checks.get(impl, ""))
 
 
 def rel_error(out, ref) -> float:
@@ -215,15 +240,13 @@ def bench_add(table, n):
         return checked(o, ref, 1e-6)
 
     k, text = tuned(ph_kernels.vector_add, add_grid, (x, y, o), reference, check)
-    best = (median_ms(lambda: k[add_grid](x, y, o)), text)
-    table.add("add", f"{n} f32", "phobos", best[0], gbytes=g, check=best[1])
-    o = torch.empty_like(x)
-    table.add("add", f"{n} f32", "triton",
-              median_ms(lambda: tr_add[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)),
-              gbytes=g, check="")  # fmt: skip
-    table.add("add", f"{n} f32", "torch", median_ms(lambda: torch.add(x, y, out=o)),
-              gbytes=g, check="")  # fmt: skip
-    same_bytes_copy(table, "add", f"{n} f32", g)
+    fns = {
+        "phobos": lambda: k[add_grid](x, y, o),
+        "triton": lambda: tr_add[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024),
+        "torch": lambda: torch.add(x, y, out=o),
+        COPY: same_bytes_copy(g),
+    }
+    add_row(table, "add", f"{n} f32", fns, g, {"phobos": text})
 
 
 def bench_softmax(table, m, n):
@@ -246,19 +269,16 @@ def bench_softmax(table, m, n):
     # ex2.approx is within 2 ulp: a rounding more than an exactly rounded exp
     k, check_text = tuned(ph_kernels.softmax_rows, (m,), (x, o), reference, check, rtol=1e-5,
                           BLOCK=block)  # fmt: skip
-    ms = median_ms(lambda: k[(m,)](x, o))
     g = 8 * m * n
     w = 4 if block <= 2048 else (8 if block <= 4096 else 16)
-    table.add("softmax", f"{m}x{n} f32", "phobos", ms, gbytes=g, check=check_text)
-    table.add("softmax", f"{m}x{n} f32", "triton",
-              median_ms(lambda: tr_softmax[(m,)](o, x, x.stride(0), n, BLOCK=block, num_warps=w)),
-              gbytes=g, check="")  # fmt: skip
-    table.add("softmax", f"{m}x{n} f32", "triton autotuned",
-              median_ms(lambda: tr_softmax_tuned[(m,)](o, x, x.stride(0), n, BLOCK=block)),
-              gbytes=g, check="")  # fmt: skip
-    table.add("softmax", f"{m}x{n} f32", "torch", median_ms(lambda: torch.softmax(x, 1)),
-              gbytes=g, check="")  # fmt: skip
-    same_bytes_copy(table, "softmax", f"{m}x{n} f32", g)
+    fns = {
+        "phobos": lambda: k[(m,)](x, o),
+        "triton": lambda: tr_softmax[(m,)](o, x, x.stride(0), n, BLOCK=block, num_warps=w),
+        "triton autotuned": lambda: tr_softmax_tuned[(m,)](o, x, x.stride(0), n, BLOCK=block),
+        "torch": lambda: torch.softmax(x, 1),
+        COPY: same_bytes_copy(g),
+    }
+    add_row(table, "softmax", f"{m}x{n} f32", fns, g, {"phobos": check_text})
 
 
 def norm_reference(which):
@@ -314,12 +334,9 @@ def bench_norm(table, m, n, which):
         return checked(o, ref, 2e-3)
 
     k, check_text = tuned(kernel, (m,), args, norm_reference(which), check, BLOCK=block)
-    ms = median_ms(lambda: k[(m,)](*args))
-    size = f"{m}x{n} f16"
-    table.add(which, size, "phobos", ms, gbytes=g, check=check_text)
-    table.add(which, size, "triton", median_ms(peer), gbytes=g, check="")
-    table.add(which, size, "torch", median_ms(torch_fn), gbytes=g, check="")
-    same_bytes_copy(table, which, size, g)
+    fns = {"phobos": lambda: k[(m,)](*args), "triton": peer, "torch": torch_fn,
+           COPY: same_bytes_copy(g)}  # fmt: skip
+    add_row(table, which, f"{m}x{n} f16", fns, g, {"phobos": check_text})
 
 
 def launch_overhead(n_launch=2000, rounds=7) -> dict[str, float]:
@@ -444,7 +461,8 @@ def main(argv=None) -> int:
         "",
         f"Measured {datetime.date.today()} on {props.name} by `python benchmarks/run.py`: "
         f"torch {torch.__version__}, Triton {triton.__version__}, Python {platform.python_version()}.",
-        "Median of CUDA-event timings (`triton.testing.do_bench`, 50 ms warm-up, 300 ms of runs). "
+        "Median of CUDA-event timings (`triton.testing.do_bench`): the implementations of a row "
+        f"take turns, {ROUNDS} rounds of 60 ms each, and each keeps the median of its rounds. "
         "Each Phobos result is checked against a float64 reference on fresh random inputs first. "
         "GB/s counts each input read once and each output written once. The Phobos constants "
         "are the autotuner's (`kernel.tune`, named in the check column): for the row kernels "
