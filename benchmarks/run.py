@@ -41,11 +41,12 @@ def median_ms(fn) -> float:
 ROUNDS = 5  # a row's implementations are timed this many times each, taking turns
 
 
-def in_turns(fns: dict) -> dict[str, float]:
+def in_turns(fns: dict) -> dict[str, tuple[float, float]]:
     """Milliseconds a call of each of `fns`, timed in turns: ROUNDS rounds in which each
     takes 60 ms of `do_bench` (the order rotated each round), the median of its rounds
-    kept. The card's clock and the host drift over seconds; taking turns shares that
-    drift among the implementations compared, where timing each in one block did not."""
+    kept, with their spread ((slowest - fastest) / median). The card's clock and the host
+    drift over seconds; taking turns shares that drift among the implementations
+    compared, where timing each in one block did not."""
     for fn in fns.values():
         do_bench(fn, warmup=50, rep=10)
     names = list(fns)
@@ -53,7 +54,11 @@ def in_turns(fns: dict) -> dict[str, float]:
     for r in range(ROUNDS):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             samples[name].append(do_bench(fns[name], warmup=5, rep=60, return_mode="median"))
-    return {name: statistics.median(ms) for name, ms in samples.items()}
+    found = {}
+    for name, ms in samples.items():
+        mid = statistics.median(ms)
+        found[name] = (mid, (max(ms) - min(ms)) / mid)
+    return found
 
 
 # ---------------------------------------------------------------------------
@@ -133,9 +138,10 @@ class Table:
     def __init__(self):
         self.rows: list[dict] = []
 
-    def add(self, kernel, size, impl, ms, *, gbytes, check):
+    def add(self, kernel, size, impl, ms, *, gbytes, check, spread=None):
         row = dict(kernel=kernel, size=size, impl=impl, us=ms * 1e3, gbs=gbytes / ms / 1e6)
         row["check"] = check
+        row["spread"] = spread  # between the rounds of `in_turns`, when timed so
         self.rows.append(row)
         print(f"{kernel:10s} {size:18s} {impl:8s} {row['us']:10.1f} us {row['gbs']:8.0f} GB/s  {check}",
               flush=True)  # fmt: skip
@@ -186,8 +192,9 @@ def same_bytes_copy(gbytes):
 
 def add_row(table, kernel, size, fns, gbytes, checks):
     """Times `fns` (implementation -> call) in turns and adds one table row each."""
-    for impl, ms in in_turns(fns).items():
-        table.add(kernel, size, impl, ms, gbytes=gbytes, check=checks.get(impl, ""))
+    for impl, (ms, spread) in in_turns(fns).items():
+        table.add(kernel, size, impl, ms, gbytes=gbytes, check=checks.get(impl, ""),
+                  spread=spread)  # fmt: skip
 
 
 def rel_error(out, ref) -> float:
@@ -397,9 +404,12 @@ def targets(table: Table, launch: dict, copy_gbs: float | None) -> list[str]:
             continue
         best = min(peers, key=lambda r: r["us"])
         speed = best["us"] / ph["us"]
+        spreads = ""
+        if ph.get("spread") is not None and best.get("spread") is not None:
+            spreads = f"; spread between rounds {ph['spread']:.1%} and {best['spread']:.1%}"
         lines.append(f"| {kernel} {size}: Phobos at least as fast as the best peer | "
-                     f"{speed:.2f}x {best['impl']} ({ph['us']:.1f} vs {best['us']:.1f} µs) | "
-                     f"{verdict(speed >= 1.0)} |")  # fmt: skip
+                     f"{speed:.3f}x {best['impl']} ({ph['us']:.2f} vs {best['us']:.2f} µs"
+                     f"{spreads}) | {verdict(speed >= 1.0)} |")  # fmt: skip
     groups = table.groups()
     add = groups.get(("add", f"{1 << 28} f32"), {}).get("phobos")
     if add and copy_gbs:
