@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from phobos.log import logger
@@ -45,7 +46,7 @@ class AssembleError(CudaError):
         super().__init__("ptxas", code, "PTXAS_FAILED", text, log)
 
 
-def find_ptxas(env: os._Environ | dict = os.environ) -> str | None:
+def find_ptxas(env: Mapping[str, str] = os.environ) -> str | None:
     """The `ptxas` to assemble with: `PHOBOS_PTXAS`, else the first one found; None for
     none (or `PHOBOS_PTXAS=none`). A `PHOBOS_PTXAS` that names no program is an error."""
     chosen = env.get(ENV, "").strip()
@@ -81,7 +82,7 @@ def ptxas_release(path: str) -> tuple[int, int] | None:
     return release(done.stdout) if done.returncode == 0 else None
 
 
-def usable_ptxas(driver_version: int, env: os._Environ | dict = os.environ) -> str | None:
+def usable_ptxas(driver_version: int, env: Mapping[str, str] = os.environ) -> str | None:
     """The `ptxas` whose cubins this driver loads (`driver_version` as 13000 for 13.0),
     or None: the driver then compiles the PTX. Says why at `PHOBOS_LOG=debug`."""
     path = find_ptxas(env)
@@ -97,6 +98,7 @@ def usable_ptxas(driver_version: int, env: os._Environ | dict = os.environ) -> s
             path, found, *driver,
         )  # fmt: skip
         return None
+    logger.debug("kernels are assembled by %s (release %d.%d)", path, *found)
     return path
 
 
