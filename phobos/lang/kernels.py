@@ -595,15 +595,17 @@ def fn(func=None, *, uses=None):
 
 def _said_alone() -> tuple[type, ...]:
     """The errors whose message says all a user needs: no traceback."""
+    from phobos.runtime.assemble import PtxasNotFound
     from phobos.tune.device import TuneError
 
-    return (LaunchError, TuneError)
+    return (LaunchError, TuneError, PtxasNotFound)
 
 
 def install_excepthook() -> None:
     """Print an uncaught `CompileError` as its report alone, without a traceback,
-    and an uncaught `LaunchError` (a refused argument or grid) or `TuneError` (tuning
-    that cannot start or finish) as its message alone.
+    and an uncaught `LaunchError` (a refused argument or grid), `TuneError` (tuning
+    that cannot start or finish) or `PtxasNotFound` (a `PHOBOS_PTXAS` naming no program)
+    as its message alone.
 
     Installed once, when `phobos.lang` is imported; any other exception goes to the
     hook that was there before. `PHOBOS_TRACEBACK=1` shows the traceback as well.

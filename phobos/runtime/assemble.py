@@ -1,18 +1,20 @@
 """PTX to a cubin, compiled as one whole program.
 
-A kernel's PTX is assembled by the CUDA toolkit's `ptxas` when one is installed and is no
-newer than the driver (a cubin from a newer toolkit would not load). Without one the
-driver compiles the PTX itself as the module is loaded (`cuModuleLoadDataEx`), and the
-kernel cache keeps the PTX alone; the driver keeps what it compiled in its own cache.
+A kernel's PTX is assembled by the CUDA toolkit's `ptxas` when one is installed whose
+release lies between the PTX's (12.0: Phobos writes PTX ISA 8.0) and the driver's (a
+cubin from a newer toolkit might not load). Without one the driver compiles the PTX
+itself as the module is loaded (`cuModuleLoadDataEx`), and the kernel cache keeps the PTX
+alone; the driver keeps what it compiled in its own cache. A cubin the driver refuses
+(say, from a cache another machine filled) is compiled again from its PTX by the driver.
 
 Phobos does not use the driver's linker (`cuLinkCreate` ...): it compiles PTX as
 relocatable code, and that costs an entry function registers and time. A layer norm
 row of 8192 f16 over 256 threads took 80 registers a thread relocatable against 64
 whole (`ptxas -c` against `ptxas`), and ran at 41 µs against 39 on an H200.
 
-`PHOBOS_PTXAS` picks the assembler: a path to a `ptxas`, or `none` to leave the PTX to
-the driver. Unset, `ptxas` is looked for on `PATH`, then under `$CUDA_HOME`,
-`$CUDA_PATH` and `/usr/local/cuda`.
+`PHOBOS_PTXAS` picks the assembler: a path to a `ptxas` (still used only if its release
+suits, as above), or `none` to leave the PTX to the driver. Unset, `ptxas` is looked for
+on `PATH`, then under `$CUDA_HOME`, `$CUDA_PATH` and `/usr/local/cuda`.
 
     >>> release("Cuda compilation tools, release 13.0, V13.0.88")
     (13, 0)
@@ -37,6 +39,7 @@ from phobos.runtime.cuda import CudaError
 ENV = "PHOBOS_PTXAS"
 OFF = ("none", "off", "0")
 TIMEOUT_S = 300  # one kernel's assembly; the largest autotune variants take seconds
+OLDEST = (12, 0)  # the first release that reads PTX ISA 8.0, which phobos.ptx writes
 
 
 class AssembleError(CudaError):
@@ -46,23 +49,33 @@ class AssembleError(CudaError):
         super().__init__("ptxas", code, "PTXAS_FAILED", text, log)
 
 
+class PtxasNotFound(AssembleError):
+    """`PHOBOS_PTXAS` names no program that can be run: a setting to mend, not a kernel."""
+
+
 def find_ptxas(env: Mapping[str, str] = os.environ) -> str | None:
     """The `ptxas` to assemble with: `PHOBOS_PTXAS`, else the first one found; None for
     none (or `PHOBOS_PTXAS=none`). A `PHOBOS_PTXAS` that names no program is an error."""
     chosen = env.get(ENV, "").strip()
     if chosen.lower() in OFF:
         return None
+    search = env.get("PATH", os.defpath)
     if chosen:
-        found = shutil.which(chosen)
+        found = shutil.which(chosen, path=search)
         if found is None:
-            raise AssembleError(-1, f"{ENV}={chosen!r} is not a program that can be run")
+            raise PtxasNotFound(
+                -1,
+                f"{ENV}={chosen!r} is not a program that can be run "
+                f"(set it to a ptxas, or to `none` for the driver to compile kernels)",
+            )
         return found
-    found = shutil.which("ptxas")
+    found = shutil.which("ptxas", path=search)
     if found is not None:
         return found
     for root in (env.get("CUDA_HOME"), env.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "ptxas").is_file():
-            return str(Path(root) / "bin" / "ptxas")
+        candidate = Path(root) / "bin" / "ptxas" if root else None
+        if candidate and candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
     return None
 
 
@@ -76,26 +89,29 @@ def release(version_text: str) -> tuple[int, int] | None:
 def ptxas_release(path: str) -> tuple[int, int] | None:
     """The release of the `ptxas` at `path`, asked once per process."""
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, errors="replace", timeout=30
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return release(done.stdout) if done.returncode == 0 else None
 
 
 def usable_ptxas(driver_version: int, env: Mapping[str, str] = os.environ) -> str | None:
-    """The `ptxas` whose cubins this driver loads (`driver_version` as 13000 for 13.0),
-    or None: the driver then compiles the PTX. Says why at `PHOBOS_LOG=debug`."""
+    """The `ptxas` that reads Phobos's PTX and whose cubins this driver loads
+    (`driver_version` as 13000 for 13.0), or None: the driver then compiles the PTX.
+    Says why at `PHOBOS_LOG=debug`."""
     path = find_ptxas(env)
     if path is None:
         logger.debug("no ptxas found: the driver compiles each kernel's PTX as it loads")
         return None
     found = ptxas_release(path)
     driver = (driver_version // 1000, driver_version % 1000 // 10)
-    if found is None or found > driver:
+    if found is None or not OLDEST <= found <= driver:
         logger.debug(
-            "ptxas %s (release %s) is newer than the driver (CUDA %d.%d) or unreadable: "
-            "the driver compiles each kernel's PTX as it loads",
-            path, found, *driver,
+            "ptxas %s (release %s) is unreadable, older than %d.%d or newer than the driver "
+            "(CUDA %d.%d): the driver compiles each kernel's PTX as it loads",
+            path, found, *OLDEST, *driver,
         )  # fmt: skip
         return None
     logger.debug("kernels are assembled by %s (release %d.%d)", path, *found)
@@ -114,18 +130,22 @@ def arch_for(ptx: bytes, chip: str) -> str:
 def assemble(ptx: bytes, chip: str, ptxas: str) -> bytes:
     """`ptx` assembled by `ptxas` for `chip`, as a whole program: the cubin's bytes.
     `AssembleError` carries ptxas's messages when it refuses the PTX."""
-    with tempfile.TemporaryDirectory(prefix="phobos-ptxas-") as tmp:
-        source, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
-        source.write_bytes(ptx.rstrip(b"\0"))
-        command = [ptxas, f"-arch={arch_for(ptx, chip)}", str(source), "-o", str(cubin)]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise AssembleError(-1, f"ptxas took more than {TIMEOUT_S} s") from None
-        except OSError as exc:
-            raise AssembleError(-1, f"cannot run {ptxas}: {exc}") from None
-        if done.returncode != 0:
-            raise AssembleError(
-                done.returncode, "ptxas refused the kernel's PTX", done.stderr + done.stdout
+    try:
+        with tempfile.TemporaryDirectory(prefix="phobos-ptxas-") as tmp:
+            source, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+            source.write_bytes(ptx.rstrip(b"\0"))
+            command = [ptxas, f"-arch={arch_for(ptx, chip)}", str(source), "-o", str(cubin)]
+            done = subprocess.run(
+                command, capture_output=True, text=True, errors="replace", timeout=TIMEOUT_S
             )
-        return cubin.read_bytes()
+            if done.returncode != 0:
+                raise AssembleError(
+                    done.returncode, "ptxas refused the kernel's PTX", done.stderr + done.stdout
+                )
+            if not cubin.is_file():
+                raise AssembleError(0, f"{ptxas} wrote no cubin", done.stderr + done.stdout)
+            return cubin.read_bytes()
+    except subprocess.TimeoutExpired:
+        raise AssembleError(-1, f"ptxas took more than {TIMEOUT_S} s") from None
+    except OSError as exc:  # the temporary directory, or running ptxas at all
+        raise AssembleError(-1, f"cannot assemble with {ptxas}: {exc}") from None

@@ -6,7 +6,7 @@ turns the cache off: every kernel is then compiled in memory.
 
 An entry is three files named by its key, a sha256 of the source's cache key, the
 compiler's fingerprint, the chip and the variant (`entry_key`): `<key>.ptx`,
-`<key>.cubin` (absent for a kernel only compiled, never linked for a device) and
+`<key>.cubin` (absent for a kernel only compiled, or left to the driver to compile) and
 `<key>.json`, which is written last and holds the sha256 of the other two and the
 contract. Each file is written under a temporary name in the same directory, synced
 and renamed over the final name, so a reader never sees half a file; a reader checks
@@ -142,7 +142,7 @@ def entry_key(
 
 @dataclass(frozen=True)
 class Entry:
-    """A cached kernel: its PTX, its cubin (None if never linked), its contract's
+    """A cached kernel: its PTX, its cubin (None if none was assembled), its contract's
     JSON text; `path` is the `.json` file, None for an entry kept in memory."""
 
     key: Key

@@ -120,7 +120,7 @@ _SIGNATURES: dict[str, tuple[str, list[Any]]] = {
 
 class CudaError(RuntimeError):
     """A driver call that returned an error: `call`, `code`, the driver's `name` and
-    `text` for it, and `log` (the JIT's error log, for a load or link)."""
+    `text` for it, and `log` (the JIT's error log, for a module load)."""
 
     def __init__(self, call: str, code: int, name: str, text: str, log: str = ""):
         self.call = call
@@ -401,7 +401,7 @@ class Device:
 
 
 # ---------------------------------------------------------------------------
-# Modules, linking and functions (module.py builds on these)
+# Modules and functions (module.py builds on these)
 
 
 def _jit_options(*pairs: tuple[int, int]):

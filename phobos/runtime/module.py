@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from phobos.log import logger
 from phobos.runtime import assemble, cuda
 from phobos.runtime.cache import Entry, KernelCache, Key
 
@@ -37,6 +38,17 @@ def link(ptx: str | bytes, device: cuda.Device) -> bytes | None:
 def load_image(ptx: str, cubin: bytes | None) -> bytes:
     """What `cuModuleLoadDataEx` takes: the cubin, else the PTX, NUL-terminated."""
     return cubin if cubin is not None else ptx.encode() + b"\0"
+
+
+def _load(ptx: str, cubin: bytes | None, device: cuda.Device) -> Module:
+    """The module from `cubin`; from `ptx`, compiled by the driver, when there is no
+    cubin or the driver refuses it (a cache filled on a machine of a newer driver)."""
+    if cubin is not None:
+        try:
+            return Module.load(cubin, device)
+        except cuda.CudaError as exc:
+            logger.debug("the driver refused the cubin (%s): it compiles the PTX", exc.name)
+    return Module.load(load_image(ptx, None), device)
 
 
 class Module:
@@ -143,7 +155,7 @@ def load_kernel(
     """Load the kernel whose cache entry is `key` on `device`: the cached cubin when
     the cache has a valid one, else `ptx` assembled now and stored with `contract_json`
     (the PTX alone when there is no `ptxas`: the driver compiles it at each load).
-    `key.chip` must be the device's chip: a cubin runs on the chip it was linked for.
+    `key.chip` must be the device's chip: a cubin runs on the chip it was assembled for.
     """
     if key.chip != device.chip:
         raise ValueError(
@@ -152,7 +164,7 @@ def load_kernel(
     cache = cache if cache is not None else KernelCache()
     entry = cache.get(key)
     if entry is not None and entry.cubin is not None:
-        return Loaded(Module.load(entry.cubin, device), entry, True)
+        return Loaded(_load(ptx, entry.cubin, device), entry, True)
     cubin = link(ptx, device)
     entry = cache.put(key, ptx, cubin, contract_json)
-    return Loaded(Module.load(load_image(ptx, cubin), device), entry, False)
+    return Loaded(_load(ptx, cubin, device), entry, False)

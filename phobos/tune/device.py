@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from phobos.runtime import cuda
+from phobos.runtime.assemble import PtxasNotFound
 from phobos.tune.check import CANARY_BYTES, canary, canary_report
 
 
@@ -209,8 +210,13 @@ class CudaBackend:
         gpu = GpuKernel(contract.kernels[0], compiled.ptx, KernelCache())
         try:
             function = gpu.function(self.device)
+        except PtxasNotFound as exc:  # a setting, wrong for every variant alike
+            raise TuneError(str(exc)) from None
         except cuda.CudaError as exc:
-            return "compile", f"the driver could not load it: {exc.name}: {exc.text}"
+            first = exc.log.strip().splitlines()[:1]
+            return "compile", f"{exc.call} failed: {exc.name}: {exc.text}" + (
+                f" ({first[0]})" if first else ""
+            )
         c = gpu.contract
         if function.max_threads < c.threads:
             return "registers", (

@@ -174,7 +174,13 @@ def test_assemble_load_and_launch(device, to_device, assembler, monkeypatch):
     np.testing.assert_array_equal(dout.get(), expected(2.5, x, y))
 
 
+def needs_ptxas(device) -> None:
+    if link(PTX, device) is None:
+        pytest.skip("no ptxas this driver can load the cubins of: the cache keeps PTX alone")
+
+
 def test_gpu_kernel_launch_through_the_cache(device, to_device, tmp_path):
+    needs_ptxas(device)
     n = 1 << 16
     x, y = inputs(n, 1)
     dx, dy, dout = to_device(x), to_device(y), to_device(np.zeros(n, np.float32))
@@ -185,6 +191,7 @@ def test_gpu_kernel_launch_through_the_cache(device, to_device, tmp_path):
 
 
 def test_the_cache_stores_the_cubin_and_a_second_load_hits(device, tmp_path):
+    needs_ptxas(device)
     cache = KernelCache(tmp_path)
     key = entry_key("test-driver-saxpy", "t", device.chip, {})
     text = Contract((contract(),)).to_json()
@@ -259,12 +266,12 @@ def test_bad_ptx_the_driver_compiles_names_the_load_and_carries_its_log(device):
 
 
 def test_ptxas_and_the_driver_compile_a_kernel_alike(device, monkeypatch):
-    # Both compile the whole program: the same registers a thread. The driver's linker,
-    # which Phobos does not use, compiles relocatable code and took 80 where these take 64.
-    import sys
+    # Both compile a whole program: no more than 72 registers a thread for this layer norm
+    # (64 on the H200). The driver's linker, which Phobos does not use, compiles
+    # relocatable code and took 80.
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
     from benchmarks import kernels as K
 
     ptx = K.layer_norm.variant(BLOCK=8192, T=256).compile(chip=device.chip).ptx

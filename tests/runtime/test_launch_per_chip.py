@@ -1,8 +1,8 @@
 """A `@ph.kernel` launch compiles for the chip of the GPU its arrays are on.
 
 A machine may hold GPUs of different chips; the fake driver's device 0 is an sm_90
-and its device 1 an sm_80. The PTX handed to the driver's linker must target the
-chip of the device that launches it.
+and its device 1 an sm_80. The PTX handed to the driver to compile must target
+the chip of the device that launches it.
 """
 
 from __future__ import annotations

@@ -131,3 +131,23 @@ def test_tuning_while_a_graph_is_captured_is_refused(driver, args):
 def test_a_host_array_is_refused_by_name(driver, args):
     with pytest.raises(TuneError, match="argument `y` is a host array"):
         CudaBackend(seeded, (args[0], np.zeros(4096, np.float32)))
+
+
+def test_a_phobos_ptxas_naming_no_program_stops_tuning_with_its_setting(driver, args, monkeypatch):
+    from phobos.tune.variants import compile_variants
+
+    compiled = next(c for c in compile_variants(seeded, jobs=1, check_races=False) if c.ptx)
+    monkeypatch.setenv("PHOBOS_PTXAS", "/no/such/ptxas")
+    with pytest.raises(TuneError, match="PHOBOS_PTXAS='/no/such/ptxas' is not a program"):
+        CudaBackend(seeded, args).load(compiled)
+
+
+def test_ptx_the_driver_refuses_leaves_the_variant_out_with_the_jit_log(driver, args):
+    from phobos.tune.variants import Compiled, compile_variants
+
+    good = next(c for c in compile_variants(seeded, jobs=1, check_races=False) if c.ptx)
+    bad = Compiled(good.variant, good.key, good.ptx + "\n nope", good.contract_json)
+    stage, reason = CudaBackend(seeded, args).load(bad)
+    assert stage == "compile"
+    assert reason.startswith("cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX")
+    assert "Unknown symbol 'nope'" in reason
