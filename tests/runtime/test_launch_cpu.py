@@ -364,6 +364,14 @@ def test_uncaught_launch_error_prints_its_message_alone(monkeypatch, capsys):
     tuning = TuneError("`saxpy` cannot be tuned while a CUDA graph is being captured")
     sys.excepthook(TuneError, tuning, None)
     assert capsys.readouterr().err == f"error: {tuning}\n"
+    from phobos.runtime.assemble import PtxasNotFound, find_ptxas
+
+    with pytest.raises(PtxasNotFound) as setting:
+        find_ptxas({"PHOBOS_PTXAS": "/no/such/ptxas"})
+    sys.excepthook(PtxasNotFound, setting.value, None)
+    assert capsys.readouterr().err.startswith(
+        "error: ptxas failed: PTXAS_FAILED (-1): PHOBOS_PTXAS='/no/such/ptxas' is not a program"
+    )
     other = RuntimeError("not ours")
     sys.excepthook(RuntimeError, other, None)
     assert seen == [(RuntimeError, other, None)]
