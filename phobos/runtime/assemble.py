@@ -52,6 +52,9 @@ class AssembleError(CudaError):
 class PtxasNotFound(AssembleError):
     """`PHOBOS_PTXAS` names no program that can be run: a setting to mend, not a kernel."""
 
+    def __str__(self) -> str:
+        return self.text
+
 
 def find_ptxas(env: Mapping[str, str] = os.environ) -> str | None:
     """The `ptxas` to assemble with: `PHOBOS_PTXAS`, else the first one found; None for

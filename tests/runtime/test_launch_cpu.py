@@ -370,7 +370,7 @@ def test_uncaught_launch_error_prints_its_message_alone(monkeypatch, capsys):
         find_ptxas({"PHOBOS_PTXAS": "/no/such/ptxas"})
     sys.excepthook(PtxasNotFound, setting.value, None)
     assert capsys.readouterr().err.startswith(
-        "error: ptxas failed: PTXAS_FAILED (-1): PHOBOS_PTXAS='/no/such/ptxas' is not a program"
+        "error: PHOBOS_PTXAS='/no/such/ptxas' is not a program that can be run (set it to"
     )
     other = RuntimeError("not ours")
     sys.excepthook(RuntimeError, other, None)
