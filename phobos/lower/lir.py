@@ -119,10 +119,17 @@ SYNC = {"bar", "fence"}
 WARP = {"shfl", "vote"}
 # Stops the kernel with an error (a broken @aligned promise).
 TRAP = {"trap"}
+# Asynchronous copies, global to shared (sm_80's cp.async): `cp_async %sdst, %gsrc[, %n]`
+# starts a copy of `size` bytes (4, 8 or 16), of which only the first `n` are read and the
+# rest are zeros; `cp_async_commit` closes the thread's open group of copies;
+# `cp_async_wait` (attr `pending`) waits until at most `pending` of the thread's committed
+# groups are unfinished. A copy's bytes are in shared memory only after such a wait.
+ASYNC = {"cp_async", "cp_async_commit", "cp_async_wait"}
 
 FAMILIES: dict[str, set[str]] = {
     "arith": ARITH, "bits": BITS, "compare": COMPARE, "convert": CONVERT, "math": MATH,
     "memory": MEMORY, "special": SPECIAL, "sync": SYNC, "warp": WARP, "trap": TRAP,
+    "async": ASYNC,
 }  # fmt: skip
 OPS: dict[str, str] = {op: family for family, ops in FAMILIES.items() for op in ops}
 

@@ -20,6 +20,12 @@ Invariants checked:
    step have its variable's type.
 6. Shared buffers lie inside the kernel's shared memory and do not overlap unless
    their names say they alias (the allocator's business: it writes `smem`).
+7. Asynchronous copies write no register. `cp_async` copies `size` 4, 8 or 16 bytes
+   from a `u64` global address register to a `u32` or `u64` shared one, optionally
+   reading only a 32-bit integer source size (an immediate one at most `size`) and
+   zero-filling the rest; its `cache` is `ca`, or `cg` for 16 bytes only.
+   `cp_async_commit` takes nothing; `cp_async_wait` takes nothing but a `pending`
+   count of groups, an integer from 0.
 
     >>> from phobos.lower.lir import Block, Kernel, Reg, inst
     >>> bad = Kernel("k", (), Block((inst("add", (Reg("a", "f32"),), (Reg("b", "f32"),), type="f32"),)))
@@ -229,3 +235,35 @@ class _Verifier:
         if i.attr("name") not in lir.SPECIAL_REGS:
             self.fail(f"unknown special register `{i.attr('name')}`", i)
         self.one_dest(i, None)
+
+    def check_async(self, i: lir.Inst, type_: str | None) -> None:
+        if i.dests:
+            self.fail(f"`{i.op}` writes no register", i)
+        if i.op == "cp_async_commit" and i.srcs:
+            self.fail("`cp_async_commit` takes no operand", i)
+        if i.op == "cp_async_wait":
+            pending = i.attr("pending")
+            if i.srcs or not isinstance(pending, int) or isinstance(pending, bool) or pending < 0:
+                self.fail("`cp_async_wait` takes no operand and a `pending` count from 0", i)
+        if i.op != "cp_async":
+            return
+        size = i.attr("size")
+        if size not in (4, 8, 16):
+            self.fail(f"`cp_async` copies 4, 8 or 16 bytes, not {size}", i)
+        cache = i.attr("cache", "cg" if size == 16 else "ca")
+        if cache not in ("ca", "cg") or (cache == "cg" and size != 16):
+            self.fail(f"`cp_async` of {size} bytes has cache `{cache}`: `cg` copies 16 only", i)
+        if len(i.srcs) not in (2, 3) or not all(isinstance(v, lir.Reg) for v in i.srcs[:2]):
+            self.fail("`cp_async` takes a shared and a global address register, then "
+                      "optionally a source size", i)  # fmt: skip
+        dst, src = i.srcs[:2]
+        if dst.type not in ("u32", "u64"):
+            self.fail(f"a shared address is u32 or u64, not {dst.type}", i)
+        if src.type != "u64":
+            self.fail(f"a global address is u64, not {src.type}", i)
+        if len(i.srcs) == 3:
+            n = i.srcs[2]
+            if n.type not in ("u32", "s32", "b32"):
+                self.fail(f"a source size is a 32-bit integer, not {n.type}", i)
+            if isinstance(n, lir.Imm) and not 0 <= n.value <= size:
+                self.fail(f"a source size of {n.value} is not 0 to {size} bytes", i)

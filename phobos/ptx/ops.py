@@ -16,7 +16,8 @@ Attributes read here (beyond lir's `type`, `from_type`, `space`, `vec`, `cmp`, `
 - `cache` (str): a cache operator on ld/st (`ca cg cs lu cv` / `wb cg cs wt`),
   `nc` for the read-only path (`ld.global.nc`), `volatile` for `ld.volatile`;
 - `mask` (int): a shfl/vote member mask other than the full warp;
-- `proxy` (str): `async` on a fence gives `fence.proxy.async` (sm_90).
+- `proxy` (str): `async` on a fence gives `fence.proxy.async` (sm_90);
+- `size` (int), `cache` (`ca` or `cg`) on `cp_async`, `pending` (int) on `cp_async_wait`.
 """
 
 from __future__ import annotations
@@ -825,6 +826,56 @@ def _trap(e: Emitter, i: lir.Inst) -> str:
     return "trap"
 
 
+# ---------------------------------------------------------------------------
+# Asynchronous copies (sm_80): cp.async, its groups and their waits
+
+
+@rule("cp_async")
+def _cp_async(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "cp_async")
+    size = i.attr("size")
+    if size not in (4, 8, 16):
+        e.fail(i, f"copies {size} bytes; cp.async copies 4, 8 or 16")
+    # .cg caches in L2 only and takes 16 bytes only; .ca (L1 too) takes any size.
+    cache = i.attr("cache", "cg" if size == 16 else "ca")
+    if cache not in ("ca", "cg") or (cache == "cg" and size != 16):
+        e.fail(i, f"has cache `{cache}` on {size} bytes (`cg` copies 16 only)")
+    if len(i.srcs) not in (2, 3) or not all(isinstance(v, lir.Reg) for v in i.srcs[:2]):
+        e.fail(i, "takes a shared and a global address register, then optionally a source size")
+    dst, src = i.srcs[:2]
+    # The shared address is an offset into the CTA's window, rebased as ld/st rebase it.
+    base = e.shared_base(i)
+    offset = e.name(dst)
+    if dst.type != "u32":
+        narrow = e.temp("u32")
+        e.pre(f"cvt.u32.{dst.type} {narrow}, {offset}")
+        offset = narrow
+    addr = e.temp("u32")
+    e.pre(f"add.u32 {addr}, {offset}, {base}")
+    ops = [f"[{addr}]", f"[{e.name(src)}]", str(size)]
+    if len(i.srcs) == 3:
+        # Bytes past the source size are written as zeros and never read.
+        ops.append(e.operand(i.srcs[2], imm_ok=True))
+    return f"cp.async.{cache}.shared.global {', '.join(ops)}"
+
+
+@rule("cp_async_commit")
+def _cp_async_commit(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "cp_async")
+    arity(e, i, 0)
+    return "cp.async.commit_group"
+
+
+@rule("cp_async_wait")
+def _cp_async_wait(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "cp_async")
+    arity(e, i, 0)
+    pending = i.attr("pending")
+    if not isinstance(pending, int) or isinstance(pending, bool) or pending < 0:
+        e.fail(i, f"waits with `pending` {pending!r}, not a count of groups from 0")
+    return f"cp.async.wait_group {pending}"
+
+
 # The attributes each op's rule reads; any other is refused rather than ignored.
 _FLOAT = ("type", "rounding", "ftz")
 _MEM = ("type", "space", "vec", "sem", "scope", "offset")
@@ -843,6 +894,7 @@ ATTRS: dict[str, tuple[str, ...]] = {
     "ld": (*_MEM, "cache"), "st": (*_MEM, "cache"), "atom": (*_MEM, "atom"), "red": (*_MEM, "atom"),
     "sreg": ("name",), "bar": (), "fence": ("sem", "scope", "proxy", "space"),
     "shfl": ("type", "mode", "mask"), "vote": ("mode", "mask"), "trap": (),
+    "cp_async": ("size", "cache"), "cp_async_commit": (), "cp_async_wait": ("pending",),
 }  # fmt: skip
 
 

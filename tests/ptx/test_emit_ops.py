@@ -465,8 +465,29 @@ def special_sync_warp(target: str) -> dict[str, list]:
     return c
 
 
+def async_copies(target: str) -> dict[str, list]:
+    """cp.async of every size, with and without a source size, and its groups."""
+    dst, n, p = r("s", "u32"), r("n", "u32"), Reg("p", "pred")
+    c: dict[str, list] = {}
+    for size in (4, 8, 16):
+        c[f"cp_async_{size}"] = [
+            inst("cp_async", (), (dst, BUF), size=size),
+            inst("cp_async", (), (dst, BUF, n), size=size, guard=p),
+            inst("cp_async", (), (r("s", "u64"), BUF, Imm(0, "u32")), size=size),
+        ]
+    c["cp_async_ca_16"] = [inst("cp_async", (), (dst, BUF), size=16, cache="ca")]
+    c["cp_async_groups"] = [
+        inst("cp_async_commit"),
+        inst("cp_async_commit", guard=p),
+        inst("cp_async_wait", pending=0),
+        inst("cp_async_wait", pending=2, guard=p, guard_negated=True),
+    ]
+    return c
+
+
 FAMILIES = {
     "arith": arith,
+    "async": async_copies,
     "bits": bits_ops,
     "compare": compare,
     "convert": convert,
