@@ -9,6 +9,13 @@ it atomically (with the instruction of each); that is enough to find every such 
 since a third thread differs from one of two distinct ones. Atomics do not race with
 each other; an atomic and a plain access of another thread do.
 
+An asynchronous copy (`cp_async`) writes its bytes at some moment between its issue and
+the `cp_async_wait` of the issuing thread that retires its group, so it counts as a write
+by that thread both in the epoch it is issued in and in the epoch it lands in; in between
+its bytes are *in flight*, and any access to them, by any thread (the issuing one too), is
+a race of kind `async/read` or `async/write`. Other threads see the bytes race-free once
+the issuing thread has waited and a barrier has followed.
+
 Global memory is not checked: a race there between threads of one CTA, or between CTAs,
 is out of scope (compute-sanitizer's racecheck covers shared memory only, too).
 
@@ -37,7 +44,7 @@ from phobos.diagnostics import Diagnostic, Label
 from phobos.lower import lir
 from phobos.source import Span
 
-KINDS = ("write/write", "read/write", "atomic/write", "atomic/read")
+KINDS = ("write/write", "read/write", "atomic/write", "atomic/read", "async/read", "async/write")
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,10 @@ class RacePair:
     writing: `thread_a` by `inst_a` first, then `thread_b` by `inst_b`.
 
     `kind` is `write/write`, `read/write` (a write and a read, in either order),
-    `atomic/write` or `atomic/read`. `buffer` names the `SharedBuffer` holding the byte
-    (None outside every buffer) and `buffer_offset` is its offset there.
+    `atomic/write` or `atomic/read`; `async/read` and `async/write` are an access by
+    `thread_b` while the copy `inst_a` of `thread_a` is still in flight. `buffer` names
+    the `SharedBuffer` holding the byte (None outside every buffer) and `buffer_offset`
+    is its offset there.
     """
 
     kind: str
@@ -74,8 +83,20 @@ class RacePair:
             return f"shared byte {self.offset}"
         return f"shared `{self.buffer}` byte {self.buffer_offset}"
 
+    @property
+    def in_flight(self) -> bool:
+        return self.kind.startswith("async/")
+
     def message(self) -> str:
         """One line: what raced, between which threads and instructions, where."""
+        if self.in_flight:
+            return (
+                f"data race ({self.kind}) on {self.where} in block {self.cta}: "
+                f"thread {self.thread_b} {_verb(self.inst_b)} it at {_place(self.inst_b)} "
+                f"while thread {self.thread_a}'s cp.async into it at {_place(self.inst_a)} "
+                f"is still in flight: the copy lands at thread {self.thread_a}'s wait for its "
+                "group, and other threads may touch it only after that wait and a barrier"
+            )
         return (
             f"data race ({self.kind}) on {self.where} in block {self.cta}: "
             f"thread {self.thread_a} {_verb(self.inst_a)} it at {_place(self.inst_a)} and "
@@ -91,6 +112,17 @@ class RacePair:
         if self.span_a is not None:
             a_says = f"thread {self.thread_a} {_verb(self.inst_a)} it here"
             secondary.append(Label(self.span_a, a_says))
+        if self.in_flight:
+            return Diagnostic.error(
+                None,
+                f"data race ({self.kind}) on {self.where} between threads {self.thread_a} and "
+                f"{self.thread_b} of block {self.cta}: an asynchronous copy into it is in flight",
+                primary,
+                secondary=secondary,
+                notes=[f"the accesses are `{_text(self.inst_a)}` and `{_text(self.inst_b)}`"],
+                help=f"wait for the copy's group in thread {self.thread_a}, then put a "
+                "`barrier()` between that wait and this access",
+            )
         return Diagnostic.error(
             None,
             f"data race ({self.kind}) on {self.where} between threads {self.thread_a} and "
@@ -103,7 +135,7 @@ class RacePair:
 
 
 def _verb(i: lir.Inst) -> str:
-    return {"ld": "reads", "st": "writes"}.get(i.op, "updates")
+    return {"ld": "reads", "st": "writes", "cp_async": "copies into"}.get(i.op, "updates")
 
 
 def _text(i: lir.Inst) -> str:
@@ -123,8 +155,10 @@ class RaceRecorder:
 
     `access(kind, inst, threads, offsets, nbytes)` records one instruction's accesses
     (`kind` read, write or atomic; one `nbytes` access per thread); `barrier()` closes the
-    epoch; `new_cta(cta)` starts a CTA. The first `limit` distinct races (by kind and the
-    pair of instructions) are kept in `races`; `found` counts every racing byte.
+    epoch; `new_cta(cta)` starts a CTA. `copy_issued` and `copy_landed` record an
+    asynchronous copy's start and its landing (one `nbytes` copy per thread). The first
+    `limit` distinct races (by kind and the pair of instructions) are kept in `races`;
+    `found` counts every racing byte.
     """
 
     def __init__(self, size: int, buffers=(), limit: int = 8):
@@ -140,9 +174,13 @@ class RaceRecorder:
         self._seen: set[tuple[str, int, int]] = set()
         # per byte: [thread, inst] for writer, reader 1, reader 2, atomic 1, atomic 2
         self._who = np.full((5, 2, size), -1, np.int64)
+        # per byte: [thread, inst] of the asynchronous copy in flight into it; a barrier
+        # does not end a copy, only the issuing thread's wait does
+        self._flight = np.full((2, size), -1, np.int64)
 
     def new_cta(self, cta) -> None:
         self.cta = tuple(cta) + (0,) * (3 - len(cta))
+        self._flight.fill(-1)
         self.barrier()
 
     def barrier(self) -> None:
@@ -163,6 +201,11 @@ class RaceRecorder:
         me = self._id(inst)
         byte = (np.asarray(offsets, np.int64)[:, None] + np.arange(nbytes)).reshape(-1)
         th = np.repeat(threads, nbytes)
+        copier = self._flight[0][byte]
+        hit = copier >= 0
+        if hit.any():  # whoever touches a byte in flight, the copy's own thread included
+            race_kind = "async/read" if kind == "read" else "async/write"
+            self._report(race_kind, byte, copier, self._flight[1][byte], th, me, hit)
         writer, r1, r2, a1, a2 = (self._who[k] for k in range(5))
         checks = {
             "write": [(writer, "write/write"), (r1, "read/write"), (r2, "read/write"),
@@ -214,6 +257,21 @@ class RaceRecorder:
         one[0][b0] = new1
         two[1][b0] = np.where((new2 != old2), me, two[1][b0])
         two[0][b0] = new2
+
+    def copy_issued(self, inst: lir.Inst, threads, offsets, nbytes: int) -> None:
+        """An asynchronous copy starts: a write in this epoch, then its bytes in flight."""
+        self.access("write", inst, threads, offsets, nbytes)
+        threads = np.asarray(threads, np.int64)
+        byte = (np.asarray(offsets, np.int64)[:, None] + np.arange(nbytes)).reshape(-1)
+        self._flight[0][byte] = np.repeat(threads, nbytes)
+        self._flight[1][byte] = self._id(inst)
+
+    def copy_landed(self, inst: lir.Inst, threads, offsets, nbytes: int) -> None:
+        """A wait retired the copy: its bytes are no longer in flight, and it writes them
+        in this epoch, so only a barrier makes them safe for other threads."""
+        byte = (np.asarray(offsets, np.int64)[:, None] + np.arange(nbytes)).reshape(-1)
+        self._flight[:, byte] = -1
+        self.access("write", inst, threads, offsets, nbytes)
 
     def _report(self, kind, byte, other_thread, other_inst, thread, me, hit) -> None:
         where = np.nonzero(hit)[0]

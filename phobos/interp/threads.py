@@ -17,7 +17,7 @@ every running thread of the CTA reaches, a `shfl` that reads a lane not running 
 integer division by zero, a misaligned access. Modules: `threads_values` (types, bits,
 `cvt`), `threads_ops` (arithmetic, bits, comparisons, math), `threads_exec` (dispatch
 by op family), `threads_access` (ld, st, atom, red), `threads_warp` (shfl, vote),
-`threads_memory` (global memory).
+`threads_async` (cp_async and its groups), `threads_memory` (global memory).
 
     >>> import numpy as np
     >>> from phobos.lower.lir import Block, Imm, Kernel, Param, Reg, inst
@@ -45,6 +45,7 @@ import numpy as np
 from phobos.interp.errors import InterpError
 from phobos.interp.races import RacePair, RaceRecorder
 from phobos.interp.threads_access import MemoryOps
+from phobos.interp.threads_async import AsyncOps, Copy
 from phobos.interp.threads_exec import InstOps
 from phobos.interp.threads_memory import GlobalMemory
 from phobos.interp.threads_ops import arith, compare
@@ -173,7 +174,7 @@ class _Loop:
         self.continued = np.zeros(threads, bool)
 
 
-class _CTA(InstOps, MemoryOps, WarpOps):
+class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps):
     """One CTA's run: its registers, shared memory and active threads."""
 
     def __init__(self, launch: _Launch, ctaid):
@@ -186,6 +187,8 @@ class _CTA(InstOps, MemoryOps, WarpOps):
         self.returned = np.zeros(self.T, bool)
         self.smem = np.full(launch.smem, SHARED_FILL, np.uint8)
         self.local = np.zeros((self.T, 0), np.uint8)
+        self.commits = np.zeros(self.T, np.int64)  # cp_async_commits per thread
+        self.copies: list[Copy] = []  # asynchronous copies in flight
         for p in self.kernel.params:
             self.regs[p.name] = np.full(self.T, launch.params[p.name], DTYPE[p.type])
         if launch.recorder is not None:

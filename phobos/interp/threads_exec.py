@@ -3,7 +3,8 @@
 `InstOps.inst` applies the guard, dispatches on the op's family (`lir.OPS`) and puts the
 instruction's span on any fault. The value families (arithmetic, bits, comparisons,
 conversions, math) read their operands in the instruction's type and write the result
-under the mask; memory is `threads_access`, warp ops `threads_warp`.
+under the mask; memory is `threads_access`, warp ops `threads_warp`, asynchronous copies
+`threads_async`.
 
     >>> sorted(set(lir.OPS) - set(HANDLERS))
     []
@@ -22,6 +23,7 @@ from phobos.lower import lir
 HANDLERS: dict[str, str] = {op: "do_" + family for op, family in lir.OPS.items()}
 HANDLERS.update({"ld": "do_ld", "st": "do_st", "atom": "do_atom", "red": "do_atom"})
 HANDLERS.update({"shfl": "do_shfl", "vote": "do_vote", "bar": "do_bar", "fence": "do_fence"})
+HANDLERS.update({op: "do_" + op for op in lir.ASYNC})
 
 
 def _wide(t: str) -> str:
