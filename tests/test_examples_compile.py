@@ -1,7 +1,6 @@
-"""Every example and benchmark kernel, compiled with no GPU: those that lower give PTX that
-`ptxas` assembles for sm_90 and sm_80, their lir run by the threads interpreter agrees
-with the tile interpreter on random inputs and has no race; those using the contractions
-give the "not lowered yet" diagnostic at the right line.
+"""Every example and benchmark kernel, compiled with no GPU: each gives PTX that `ptxas`
+assembles for sm_90 and sm_80, and its lir run by the threads interpreter agrees with
+the tile interpreter on random inputs (ragged too) and has no race.
 
 `ptxas` missing is a skip here, and a failure under CI (`CI=true`).
 """
@@ -25,7 +24,14 @@ SOURCES = sorted(
 ) + ["benchmarks/kernels.py"]
 # The contractions are lowered by a later issue; until then the examples using them must
 # say so at the call.
-NOT_LOWERED = {"sgemm": {"dot"}, "flash_attention": {"dot_t"}, "kda": {"dot", "dot_t"}}
+NOT_LOWERED: dict = {}
+# A product sums in another order than numpy's, and kda carries its state across chunks
+# through `exp` of cumulative gates drawn from a standard normal, so its sums cancel:
+# its outputs meet the tile interpreter's to this tolerance (f32).
+PRODUCT_TOLERANCE = {"kda": (1e-3, 2e-4)}
+# Only the first tile choice of kda fits 48 KB of shared memory (its state, both decayed
+# operands, the scores and the staged values are [64, 64] f32 tiles at C = 64).
+ONE_VARIANT_FITS = {"kda"}
 # Output tolerance by element type: the approximate math instructions differ from numpy.
 TOLERANCE = {np.float16: (1e-2, 1e-2), np.float32: (2e-4, 1e-5), np.float64: (1e-9, 1e-12)}
 
@@ -114,6 +120,8 @@ def test_threads_agree_with_tiles_and_race_free(path):
             for name, want in expected.items():
                 got = memory.read(addresses[name])
                 rtol, atol = TOLERANCE.get(want.dtype.type, (0, 0))
+                if want.dtype == np.float32:
+                    rtol, atol = PRODUCT_TOLERANCE.get(checked.name, (rtol, atol))
                 np.testing.assert_allclose(
                     got, want, rtol=rtol, atol=atol, equal_nan=True,
                     err_msg=f"{checked.name}: `{name}` ({inputs.describe()})",
@@ -124,4 +132,8 @@ def test_threads_agree_with_tiles_and_race_free(path):
 def test_every_variant_passes_the_race_check(path):
     result, pairs = _lowered(path, all_variants=True, check_races=True)
     assert result.ok, [(d.code, d.message) for d in result.diagnostics]
-    assert len(pairs) > len({h.name for h, _ in pairs})  # more variants than kernels
+    names = {h.name for h, _ in pairs}
+    if names & ONE_VARIANT_FITS:
+        assert len(pairs) == len(names)
+    else:
+        assert len(pairs) > len(names)  # more variants than kernels

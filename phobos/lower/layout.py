@@ -131,7 +131,122 @@ class Rows:
         return group * self.lanes + lane, step * self.row_regs + vector * self.vec + lane_elem
 
 
-Layout = Sweep | Rows
+@dataclass(frozen=True)
+class Blocked:
+    """A rank-2 tile cut into `tm` x `tn` micro-tiles, one per thread: the layout of an
+    FMA product, where each thread keeps `tm * tn` accumulators and reads `tm` values of
+    one operand and `tn` of the other for every step along the contraction.
+
+    Micro-tile (cell) `c` covers rows `(c // cols) * tm + i` and columns
+    `(c % cols) * tn + j`, with `cols = N // tn`; thread `t` holds the cells
+    `t, t + threads, ...` (one per repetition). Its registers are groups of `vec`
+    consecutive columns of one row: repetition, then row `i`, then column group. Where
+    the cells do not fill the last repetition, the threads past them hold nothing there.
+
+    >>> lay = Blocked((4, 8), threads=4, tm=2, tn=4, vec=4)
+    >>> lay.cells, lay.groups, lay.coord(1, 0), lay.coord(1, 5), lay.owner((3, 6))
+    (4, 2, (0, 4), (1, 5), (3, 6))
+    """
+
+    shape: tuple[int, int]
+    threads: int
+    tm: int
+    tn: int
+    vec: int = 1
+
+    def __post_init__(self) -> None:
+        m, n = self.shape
+        if m % self.tm or n % self.tn or self.tn % self.vec:
+            raise ValueError(f"micro-tile {self.tm}x{self.tn} (vector {self.vec}) does not "
+                             f"tile {list(self.shape)}")  # fmt: skip
+
+    @property
+    def cols(self) -> int:
+        """Cells across a row of the tile."""
+        return self.shape[1] // self.tn
+
+    @property
+    def cells(self) -> int:
+        return (self.shape[0] // self.tm) * self.cols
+
+    @property
+    def reps(self) -> int:
+        """Cells one thread holds."""
+        return -(-self.cells // self.threads)
+
+    @property
+    def per_cell(self) -> int:
+        """Register groups of one cell."""
+        return self.tm * (self.tn // self.vec)
+
+    @property
+    def groups(self) -> int:
+        return self.reps * self.per_cell
+
+    @property
+    def regs_per_thread(self) -> int:
+        return self.groups * self.vec
+
+    @property
+    def whole(self) -> bool:
+        return self.cells % self.threads == 0
+
+    @property
+    def key(self) -> tuple:
+        """What two accesses compare to know they share a layout (the barrier pass)."""
+        return ("blocked", self.shape, self.tm, self.tn, self.vec)
+
+    def coord(self, thread: int, reg: int) -> tuple[int, int] | None:
+        group, lane = divmod(reg, self.vec)
+        rep, rest = divmod(group, self.per_cell)
+        i, jv = divmod(rest, self.tn // self.vec)
+        cell = rep * self.threads + thread
+        if cell >= self.cells:
+            return None
+        return (cell // self.cols) * self.tm + i, (
+            cell % self.cols
+        ) * self.tn + jv * self.vec + lane
+
+    def owner(self, coord: tuple[int, int]) -> tuple[int, int]:
+        row, col = coord
+        cell = (row // self.tm) * self.cols + col // self.tn
+        rep, thread = divmod(cell, self.threads)
+        i, j = row % self.tm, col % self.tn
+        return thread, (rep * self.per_cell + i * (self.tn // self.vec)) * self.vec + j
+
+    @classmethod
+    def choose(cls, shape, threads: int, vec: int = 4, most: int = 64) -> Blocked:
+        """The micro-tile for a product of `shape` on `threads` threads: the fewest
+        repetitions, then the most threads busy, then the fewest operand reads per FMA
+        (`(tm + tn) / (tm * tn)`), then the wider `tn`; `tm * tn` at most `most`.
+
+        >>> Blocked.choose((128, 128), 256)
+        Blocked(shape=(128, 128), threads=256, tm=8, tn=8, vec=4)
+        >>> Blocked.choose((64, 64), 256).tm, Blocked.choose((16, 8), 256).tn
+        (4, 1)
+        """
+        m, n = shape
+        best = None
+        for tm in (1, 2, 4, 8):
+            for tn in (1, 2, 4, 8):
+                if m % tm or n % tn or tm * tn > most:
+                    continue
+                cells = (m // tm) * (n // tn)
+                reps = -(-cells // threads)
+                score = (reps, -min(cells, threads), (tm + tn) / (tm * tn), -tn)
+                if best is None or score < best[0]:
+                    best = (score, tm, tn)
+        _, tm, tn = best
+        return cls(tuple(shape), threads, tm, tn, _gcd(vec, tn))
+
+
+Layout = Sweep | Rows | Blocked
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
 
 
 def _flatten(coord: tuple[int, ...], shape: tuple[int, ...]) -> int:

@@ -40,7 +40,7 @@ from math import prod
 from phobos.lower import alloc, dynamic
 from phobos.lower import shape as shape_ops
 from phobos.lower.errors import NotLowered
-from phobos.lower.layout import Sweep
+from phobos.lower.layout import Blocked, Sweep
 from phobos.lower.lir import Imm, SharedBuffer
 from phobos.lower.types import BYTES, elem_of
 from phobos.sema import hir
@@ -48,6 +48,7 @@ from phobos.sema import hir
 log = logging.getLogger("phobos.lower")
 
 REDUCTIONS = ("rowsum", "rowmax", "rowargmax")
+CONTRACTIONS = ("dot", "dot_t")
 ELEMENTWISE = frozenset({
     "exp", "log", "sqrt", "tanh", "round", "floor", "ceil", "abs", "rsqrt", "sin", "cos",
     "pow", "min", "max", "tmax", "where", "iota", "argsel",
@@ -72,6 +73,7 @@ class Tile:
     buffer: SharedBuffer | None = None
     regs: list | None = None
     pitch: int | None = None  # the row pitch in elements where padded (`@padstage`)
+    micro: tuple[int, int] | None = None  # (tm, tn): a product's `Blocked` register layout
 
     @property
     def size(self) -> int:
@@ -87,7 +89,11 @@ class Tile:
         """The bytes the tile takes in shared memory (its padding included)."""
         return prod(self.shape[:-1]) * self.row_pitch * BYTES[self.elem]
 
-    def layout(self, threads: int) -> Sweep:
+    def layout(self, threads: int) -> Sweep | Blocked:
+        """The register layout: `Blocked` for a product kept where it is computed,
+        else the sweep."""
+        if self.micro is not None:
+            return Blocked(self.shape, threads, *self.micro, self.vec)
         return Sweep(self.shape, threads, self.vec)
 
     def access(self):
@@ -113,6 +119,7 @@ class Tile:
 class Plan:
     tiles: dict = field(default_factory=dict)  # Sym -> Tile
     vec: dict = field(default_factory=dict)  # id(sweep node) -> vector width
+    layouts: dict = field(default_factory=dict)  # id(sweep node) -> Blocked, where not a sweep
     shared: list = field(default_factory=list)
     smem: int = 0
     scratch: SharedBuffer | None = None  # the reductions' exchange buffer
@@ -140,8 +147,24 @@ class Plan:
 
 def normalize(body: hir.Block) -> hir.Block:
     """`body` with each row reduction nested in a tile expression bound to a temporary
-    (and each tile of a dynamic shape fused into its reads: `phobos.lower.dynamic`)."""
-    return _normalize(dynamic.fuse(body))
+    (and each tile of a dynamic shape fused into its reads: `phobos.lower.dynamic`),
+    and each contraction a statement of its own whose operands are tiles: a product
+    nested in an expression is bound to a temporary, and an operand that is a tensor
+    slice or an expression is staged into a temporary tile first (SPEC.md: "a dot
+    that reads it more than once stages it anyway"). A `let` view read by a product
+    is staged once, where it is bound, when no statement writes its tensor."""
+    body = dynamic.fuse(body)
+    _VIEWS.clear()
+    _VIEWS.update(_stageable_views(body))
+    try:
+        return _normalize(body)
+    finally:
+        _VIEWS.clear()
+
+
+# The `let` views staged where they are bound: Sym -> its staging tile's Sym (None until
+# the binding is met). Filled for one `normalize` call.
+_VIEWS: dict = {}
 
 
 def _normalize(body: hir.Block) -> hir.Block:
@@ -154,6 +177,64 @@ def _stmts(stmts):
         s2 = _stmt(s, out)
         yield from out
         yield s2
+        if isinstance(s2, hir.Let) and s2.sym in _VIEWS:
+            stage = _temp(f"{s2.sym.name}_staged", _tile_type(s2.sym.type), s2.sym.uni)
+            _VIEWS[s2.sym] = stage
+            yield hir.VarDecl(stage, hir.Ref(s2.sym, s2.sym.type, s2.sym.uni, span=s2.span),
+                              span=s2.span)  # fmt: skip
+
+
+def _temp(name: str, type_, uni) -> hir.Sym:
+    return hir.Sym(f"{name}_{next(_temp_ids)}", -next(_temp_ids), "var", type_, uni)
+
+
+def _tile_type(t) -> hir.TileT:
+    return hir.TileT(t.elem, tuple(t.dims))
+
+
+def _stageable_views(body) -> dict:
+    """The `let` views of static shape, bound at the kernel's top level, read as a
+    product's operand, whose tensor no statement writes (so staging them where they
+    are bound reads the same bytes)."""
+    views, operands, written = {}, set(), set()
+    for node in _walk(body):
+        if isinstance(node, hir.Let) and isinstance(node.sym.type, hir.TensorT):
+            views[node.sym] = node.value
+        if isinstance(node, hir.Builtin) and node.name in CONTRACTIONS:
+            operands.update(a.sym for a in node.args if isinstance(a, hir.Ref))
+        elif isinstance(node, hir.Assign):
+            written.add(_root(node.target, views))
+        elif isinstance(node, hir.Builtin) and node.name in _WRITERS:
+            written.update(_root(a, views) for a in node.args)
+    # Only a view bound outside every loop: one bound in a loop is staged where it is
+    # read, so that the staging tiles of one turn (`k`, then `v`) may share bytes.
+    top = {s.sym for s in body.stmts if isinstance(s, hir.Let)}
+    return {
+        sym: None
+        for sym, value in views.items()
+        if sym in operands
+        and sym in top
+        and all(isinstance(d, int) for d in sym.type.dims)
+        and len(sym.type.dims) == 2
+        and _root(value, views) not in written
+    }
+
+
+_WRITERS = ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_exch")
+
+
+def _root(e, views):
+    """The parameter (or tile) a slice or view chain starts from."""
+    seen = 0
+    while seen < 64:
+        seen += 1
+        if isinstance(e, hir.Slice):
+            e = e.base
+        elif isinstance(e, hir.Ref) and e.sym in views:
+            e = views[e.sym]
+        else:
+            break
+    return e.sym if isinstance(e, hir.Ref) else None
 
 
 def _stmt(s, out):
@@ -165,6 +246,8 @@ def _stmt(s, out):
             return replace(s, value=_top(s.value, out))
         return s
     if isinstance(s, hir.Assign) and not isinstance(s.target.type, hir.Scalar):
+        if _is_dot(s.value) and isinstance(s.target, hir.Ref):  # `acc += dot(a, b)`
+            return replace(s, value=_top(s.value, out))
         if s.op == "=" and (isinstance(s.target, hir.Ref) or shape_ops.writes_slices(s.value)):
             return replace(s, value=_top(s.value, out))
         return replace(s, value=_hoist(s.value, out))
@@ -178,8 +261,30 @@ def _stmt(s, out):
     return s
 
 
+def _is_dot(e) -> bool:
+    return isinstance(e, hir.Builtin) and e.name in CONTRACTIONS
+
+
+def _operand(a, out):
+    """A product's operand as a tile: a declared tile stays; a staged `let` view reads
+    its staging tile; anything else (a slice, a view, an expression) is staged into a
+    temporary tile before the statement."""
+    if isinstance(a, hir.Ref) and isinstance(a.type, hir.TileT):
+        return a
+    if isinstance(a, hir.Ref) and _VIEWS.get(a.sym) is not None:
+        stage = _VIEWS[a.sym]
+        return hir.Ref(stage, stage.type, stage.uni, span=a.span)
+    if any(not isinstance(d, int) for d in a.type.dims):
+        raise NotLowered("a product's operand with an extent bound at launch", a.span)
+    tmp = _temp("operand", _tile_type(a.type), a.uni)
+    out.append(hir.VarDecl(tmp, _top(a, out), span=a.span))
+    return hir.Ref(tmp, tmp.type, tmp.uni, span=a.span)
+
+
 def _top(e, out):
     """A statement's whole value: a reduction may stay (it writes the target itself)."""
+    if _is_dot(e):
+        return replace(e, args=tuple(_operand(a, out) for a in e.args))
     if isinstance(e, hir.Builtin) and e.name in REDUCTIONS + shape_ops.OPS:
         return replace(e, args=tuple(_hoist(a, out) for a in e.args))
     if isinstance(e, hir.Builtin) and e.name == "tril":
@@ -190,7 +295,7 @@ def _top(e, out):
 def _hoist(e, out):
     if isinstance(e.type, hir.Scalar):
         return e
-    if isinstance(e, hir.Builtin) and e.name in REDUCTIONS + shape_ops.HOISTED:
+    if isinstance(e, hir.Builtin) and e.name in REDUCTIONS + shape_ops.HOISTED + CONTRACTIONS:
         red = _top(e, out)
         tmp = hir.Sym(f"{e.name}_{next(_temp_ids)}", -next(_temp_ids), "var", e.type, e.uni)
         out.append(hir.VarDecl(tmp, red, span=e.span))
@@ -236,6 +341,7 @@ class _Planner:
         self.staged: list = []  # (node, statement number): ops that may stage (`shape`)
         self.staging: set = set()  # tiles declared `var t = <tensor slice>` (`@padstage`)
         self.flat_read: set = set()  # tiles read through `flat`: their bytes are one row
+        self.products: set = set()  # tiles a `dot`/`dot_t` writes
 
     # -- walking -------------------------------------------------------------
 
@@ -410,6 +516,9 @@ class _Planner:
 
     def assignment(self, s, sym, dims, value, op, target=None):
         """A tile statement: an elementwise sweep over `dims`, or a row reduction."""
+        if _is_dot(value):
+            self.product(s, sym, value)
+            return
         if isinstance(value, hir.Builtin) and value.name in shape_ops.OPS:
             shape_ops.plan_op(self, s, sym, dims, value, target)
             return
@@ -438,6 +547,19 @@ class _Planner:
         if sym is not None:
             self.touch(sym)
             sw.full.add(sym)
+
+    def product(self, s, sym, value):
+        """`t = dot(a, b)`, `t += dot(a, b)`: the operands are read from shared memory by
+        every thread (`normalize` made them tiles); the target may stay in registers in
+        the product's `Blocked` layout."""
+        if sym is None:
+            raise NotLowered("a product written into a slice", s.span)
+        for a in value.args:
+            self.mark_other(a.sym, f"`{value.name}` reads it from shared memory")
+        if any(a.sym is sym for a in value.args):
+            raise NotLowered(f"`{value.name}` into one of its own operands", s.span)
+        self.touch(sym)
+        self.products.add(sym)
 
     def sweep(self, node, shape, value, target=None) -> _Sweep:
         lw = self.lw
@@ -506,8 +628,11 @@ class _Planner:
                 cand[sym] = "shared"
             else:
                 cand[sym] = "registers"
+        blocked = self.blocked(cand)
         # One vector width per register tile: the narrowest of its sweeps, to a fixpoint.
         vec_of = {s: max_vec(self.tiles[s][0]) for s in cand}
+        for sym, micro in blocked.items():
+            vec_of[sym] = min(vec_of[sym], micro[1])
         # A sweep over a shared tile keeps to 16 bytes an access of it (8 elements a
         # vector is for 16-bit floats only).
         from phobos.lower.sweep import max_vec_for
@@ -538,8 +663,12 @@ class _Planner:
                 "registers": "every use is a sweep over its shape",
                 "shared": self.other.get(sym, ""),
             }[place]
+            if sym in blocked:
+                reason = "a product, kept in the registers it is computed in"
             if place == "registers":
                 lay = Sweep(shape, threads, vec)
+                if sym in blocked:
+                    lay = Blocked(shape, threads, *blocked[sym], vec)
                 if lay.regs_per_thread > MAX_TILE_REGS:
                     place = "shared"
                     reason = f"{lay.regs_per_thread} elements a thread, more than {MAX_TILE_REGS}"
@@ -552,14 +681,21 @@ class _Planner:
                     f"{reason}",
                 )
             tile = Tile(sym, shape, elem, place, vec, reason)
+            if place == "registers" and sym in blocked:
+                tile.micro = blocked[sym]
             plan.tiles[sym] = tile
-            log.debug("tile `%s` %s: %s (vector width %d)", sym.name, place, reason, vec)
+            log.debug("tile `%s` %s: %s (vector width %d%s)", sym.name, place, reason, vec,
+                      f", micro-tile {tile.micro[0]}x{tile.micro[1]}" if tile.micro else "")  # fmt: skip
             if place == "shared":
                 tile.pitch = self.pad(sym, shape, elem)
                 first, last = self.spans.get(sym, (0, 0))
                 requests.append((sym, tile.nbytes, first, last))
         for sw_id, sw in self.sweeps.items():
             plan.vec[sw_id] = sw.vec
+            micro = [plan.tiles[s].micro for s in sw.full if s in plan.tiles]
+            micro = [m for m in micro if m is not None]
+            if micro:
+                plan.layouts[sw_id] = Blocked(sw.shape, threads, *micro[0], sw.vec)
         names = [(f"tile_{s.name}_{i}", size, f, la) for i, (s, size, f, la) in enumerate(requests)]
         exchange = bool(self.reductions) or self.cta_folds
         if exchange:
@@ -593,6 +729,47 @@ class _Planner:
             )
         lw.tiles = plan.tiles
         return plan
+
+    def blocked(self, cand) -> dict:
+        """The register tiles kept in a product's `Blocked` layout, Sym -> (tm, tn): every
+        product written into a register tile, and every register tile a sweep over
+        one of those reads or writes whole (a sweep runs in one layout). A row
+        reduction reads its argument in the sweep's layout, so a product it reads is
+        stored to shared memory (`cand` is updated), as is one with more registers than
+        a thread may keep."""
+        threads = self.lw.threads
+        reduced = {s for _, _, sw in self.reductions for s in sw.full}
+        out: dict = {}
+        for _ in range(16):
+            out = {s: None for s in self.products if cand.get(s) == "registers"}
+            grew = True
+            while grew:
+                grew = False
+                for sw in self.sweeps.values():
+                    regs = [s for s in sw.full if cand.get(s) == "registers"]
+                    if any(s in out for s in regs):
+                        for s in regs:
+                            if s not in out:
+                                out[s], grew = None, True
+            demote = {}
+            for s in out:
+                shape = self.tiles[s][0]
+                if len(shape) != 2:
+                    demote[s] = "a product of rank other than 2 is swept from shared memory"
+                    continue
+                lay = Blocked.choose(shape, threads)
+                out[s] = (lay.tm, lay.tn)
+                if s in reduced:
+                    demote[s] = "a row reduction reads the product in another layout"
+                elif lay.regs_per_thread > MAX_TILE_REGS:
+                    demote[s] = (f"the product takes {lay.regs_per_thread} registers a thread, "
+                                 f"more than {MAX_TILE_REGS}")  # fmt: skip
+            if not demote:
+                return out
+            for s, why in demote.items():
+                cand[s] = "shared"
+                self.other.setdefault(s, why)
+        return {}
 
 
 def _dynamic(dims, span) -> NotLowered:

@@ -37,9 +37,9 @@ from math import gcd, prod
 from phobos.lower import memory, scalars
 from phobos.lower.builder import iadd, imul, isub
 from phobos.lower.errors import NotLowered
-from phobos.lower.layout import Sweep
+from phobos.lower.layout import Blocked, Sweep
 from phobos.lower.lir import For, If, Imm, Reg, Value
-from phobos.lower.placement import ELEMENTWISE, REDUCTIONS, max_vec
+from phobos.lower.placement import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, max_vec
 from phobos.lower.types import BYTES, REG, elem_of
 from phobos.sema import hir
 
@@ -332,9 +332,53 @@ def points(lw, shape, vec, state) -> list[Point]:
     return out
 
 
-def run(lw, shape, vec, evaluate, commit, *, unroll_any=False) -> None:
+def cell_origins(lw, lay: Blocked) -> list[tuple[Value, Value, Reg | None]]:
+    """For each repetition of `lay`: the first row and column of this thread's cell, and
+    the predicate it holds a cell at all (None: always), computed once at entry."""
+    b, t = lw.b, lw.idx
+    T = lw.threads
+    out = []
+    for rep in range(lay.reps):
+
+        def origin(rep=rep):
+            cell = iadd(b, t, lw.tid(), rep * T) if rep else lw.tid()
+            row = imul(b, t, _idiv(lw, cell, lay.cols), lay.tm)
+            col = imul(b, t, _irem(lw, cell, lay.cols), lay.tn)
+            return row, col
+
+        row, col = b.once(("cell", lay.key[:4], rep), origin)
+        valid = None
+        if (rep + 1) * T > lay.cells:
+            valid = b.once(("valid", lay.cells - rep * T, t),
+                           lambda n=lay.cells - rep * T: b.op("setp", "pred", lw.tid(), Imm(n, t),
+                                                                cmp="lt", type=t))  # fmt: skip
+        out.append((row, col, valid))
+    return out
+
+
+def blocked_points(lw, lay: Blocked, state) -> list[Point]:
+    """The register groups of a `Blocked` layout: per repetition, per row of the cell,
+    per `vec` columns; group numbers as `Blocked.coord` counts them."""
+    out = []
+    g = 0
+    for row, col, valid in cell_origins(lw, lay):
+        for i in range(lay.tm):
+            for jv in range(lay.tn // lay.vec):
+                out.append(Point(lay.shape, ((row, i), (col, jv * lay.vec)), lay.vec, valid, g,
+                                 state, lay.key))  # fmt: skip
+                g += 1
+    return out
+
+
+def run(lw, shape, vec, evaluate, commit, *, unroll_any=False, layout=None) -> None:
     """Evaluate every group, then commit every group (loads issue before stores)."""
     shape = tuple(shape)
+    if isinstance(layout, Blocked):
+        pts = blocked_points(lw, layout, State())
+        values = [evaluate(p) for p in pts]
+        for p, v in zip(pts, values, strict=True):
+            commit(p, v)
+        return
     T = lw.threads
     lay = Sweep(shape, T, vec)
     if prod(shape) == 1 or lay.groups <= UNROLL or unroll_any:
@@ -419,10 +463,11 @@ def replicated_points(lw, shape) -> list[Point]:
 class Sweeper:
     """Lowers one tile statement: prepares its scalars and accesses, then sweeps."""
 
-    def __init__(self, lw, shape, vec):
+    def __init__(self, lw, shape, vec, layout=None):
         self.lw = lw
         self.shape = tuple(shape)
         self.vec = vec
+        self.key = layout.key if layout is not None else ("sweep", self.shape, vec)
         self.scalars: dict[int, Value] = {}
         self.accesses: dict[int, memory.Access] = {}
         self.shared_reads: list = []
@@ -460,7 +505,7 @@ class Sweeper:
             self.note_width(e, acc)
             if acc.space == "shared":
                 own = tuple(e.type.dims)
-                key = ("sweep", self.shape, self.vec) if own == self.shape and _whole(acc) else None
+                key = self.key if own == self.shape and _whole(acc) else None
                 self.shared_reads.append((acc.buffer, key))
             return
         if isinstance(e, hir.Ref):
@@ -470,7 +515,7 @@ class Sweeper:
             if tile.place == "shared":
                 acc = tile.access()
                 self.accesses[_ekey(e)] = acc
-                key = ("sweep", self.shape, self.vec) if tile.shape == self.shape else None
+                key = self.key if tile.shape == self.shape else None
                 self.shared_reads.append((acc.buffer, key))
             elif tile.place == "registers" and tile.regs is None:
                 raise NotLowered(f"`{e.sym.name}` read before it has a value", e.span)
@@ -521,7 +566,7 @@ class Sweeper:
             tile = lw.tiles[e.sym]
             if tile.place == "replicated":
                 return [tile.regs[0]]
-            if p.group is None or tile.vec != p.lanes:
+            if p.group is None or tile.vec != p.lanes or _layout_key(tile, lw) != p.layout:
                 raise NotLowered(f"`{e.sym.name}` read by another layout", e.span)
             return list(tile.regs[p.group])
         if isinstance(e, hir.Convert):
@@ -786,6 +831,11 @@ def tile_statement(lw, s) -> None:
         target, op, value = hir.Ref(s.sym, s.sym.type, s.sym.uni), "=", s.value
     else:
         target, op, value = s.target, s.op, s.value
+    if isinstance(value, hir.Builtin) and value.name in CONTRACTIONS:
+        from phobos.lower import contract
+
+        contract.product(lw, s, target, op, value)
+        return
     from phobos.lower import shape as shape_ops
 
     if op == "=" and shape_ops.takes(lw, value):  # shape built-ins, rows folded a warp each
@@ -809,7 +859,12 @@ def tile_statement(lw, s) -> None:
         vec = lw.plan.vec.get(id(s), vec)
     if tile is not None and tile.place == "registers":
         vec = tile.vec
-    sw = Sweeper(lw, shape, vec)
+    layout = lw.plan.layouts.get(id(s))
+    if tile is not None and tile.micro is not None:
+        layout = tile.layout(lw.threads)
+    if layout is not None:
+        vec = layout.vec
+    sw = Sweeper(lw, shape, vec, layout)
     sw.prepare(value, shape)
     if op != "=":
         sw.prepare(target, shape)
@@ -819,7 +874,7 @@ def tile_statement(lw, s) -> None:
         if tile is None:
             sw.note_width(target, target_acc)
     sw.note_reads()
-    key = ("sweep", shape, vec)
+    key = layout.key if layout is not None else ("sweep", shape, vec)
     if target_acc is not None and target_acc.space == "shared":
         whole = tile is not None
         lw.tracker.access(target_acc.buffer, "write", key if whole else None)
@@ -851,7 +906,14 @@ def tile_statement(lw, s) -> None:
             commit(p, evaluate(p))
         return
     unroll_any = tile is not None and tile.place == "registers" or _reads_registers(lw, value)
-    versioned(lw, sw, lambda: run(lw, shape, vec, evaluate, commit, unroll_any=unroll_any))
+    versioned(lw, sw, lambda: run(lw, shape, vec, evaluate, commit, unroll_any=unroll_any,
+                                  layout=layout))  # fmt: skip
+
+
+def _layout_key(tile, lw) -> tuple:
+    """The `Point.layout` of a sweep in `tile`'s register layout."""
+    lay = tile.layout(lw.threads)
+    return lay.key if isinstance(lay, Blocked) else ("sweep", tuple(tile.shape), tile.vec)
 
 
 def _reads_registers(lw, e) -> bool:

@@ -1,0 +1,68 @@
+"""Expectations written in a kernel's own source, checked against its emitted text.
+
+A line of the kernel holding `// CHECK: text` (or `# CHECK: text` in Python) says that
+`text` appears in the output after what the previous CHECK matched; `CHECK-NOT: text`
+that `text` does not appear between the two CHECKs around it (or before the first, or
+after the last); `CHECK-COUNT-n: text` that the next `n` matches of `text` follow in
+order. Matching is by substring, one output line at a time; `{{loop end}}` matches the
+line closing a block (`}` alone).
+
+    >>> filecheck("// CHECK: b\\n// CHECK-NOT: x\\n// CHECK: d", "a\\nb\\nc\\nd")
+    >>> filecheck("// CHECK: d\\n// CHECK: b", "a\\nb\\nc\\nd")
+    Traceback (most recent call last):
+    ...
+    AssertionError: CHECK: b (line 2) not found after output line 4
+"""
+
+from __future__ import annotations
+
+import re
+
+_DIRECTIVE = re.compile(r"(?://|#)\s*CHECK(-NOT|-COUNT-(\d+))?:\s*(.*?)\s*$")
+
+
+def directives(source: str) -> list[tuple[str, int, str, int]]:
+    """(kind, count, text, source line) for each CHECK line of `source`."""
+    out = []
+    for number, line in enumerate(source.splitlines(), 1):
+        m = _DIRECTIVE.search(line)
+        if m:
+            kind = "not" if m.group(1) == "-NOT" else "check"
+            out.append((kind, int(m.group(2) or 1), m.group(3), number))
+    return out
+
+
+def filecheck(source: str, output: str) -> None:
+    """Fail with the first expectation of `source` that `output` does not meet."""
+    lines = output.splitlines()
+    found = directives(source)
+    assert found, "the source has no CHECK lines"
+    at = 0  # the output line after the last match
+    pending: list[tuple[str, int]] = []  # CHECK-NOTs waiting for the next match
+    for kind, count, text, number in found:
+        if kind == "not":
+            pending.append((text, number))
+            continue
+        for _ in range(count):
+            hit = next((i for i in range(at, len(lines)) if _meets(text, lines[i])), None)
+            assert hit is not None, (
+                f"CHECK: {text} (line {number}) not found after output line {at}"
+            )
+            _none_between(pending, lines, at, hit)
+            pending = []
+            at = hit + 1
+    _none_between(pending, lines, at, len(lines))
+
+
+def _meets(text: str, line: str) -> bool:
+    if text == "{{loop end}}":
+        return line.strip() == "}"
+    return text in line
+
+
+def _none_between(pending, lines, lo, hi) -> None:
+    for text, number in pending:
+        for i in range(lo, hi):
+            assert text not in lines[i], (
+                f"CHECK-NOT: {text} (line {number}) found at output line {i + 1}: {lines[i]}"
+            )
