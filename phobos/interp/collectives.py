@@ -45,14 +45,28 @@ def cta_fold(v, op):
 
 
 def argmax_op(values, index):
-    """The fold of (value, index) pairs keeping the larger value, the smaller index on a tie."""
+    """The fold of (value, index) pairs keeping the larger value, the smaller index on a tie.
+
+    `a` and `b` are positions into `values` and `index`. A NaN counts as -inf, as in
+    `rowargmax`: it never wins, and a piece of NaNs alone gives its smallest index. Keys
+    so ordered make the fold associative and commutative, so every lane of a piece and
+    every fold order (the butterfly, the GPU's) picks the same position:
+
+        >>> import numpy as np
+        >>> v = np.array([np.nan, 1.0, 3.0, 3.0], np.float32)
+        >>> lane_fold(np.arange(4), 4, argmax_op(v, np.arange(4))).tolist()
+        [2, 2, 2, 2]
+        >>> v = np.array([np.nan, -np.inf, np.nan, np.nan], np.float32)
+        >>> lane_fold(np.arange(4), 4, argmax_op(v, np.arange(4))).tolist()
+        [0, 0, 0, 0]
+    """
+    if values.dtype.kind == "f":
+        values = np.where(np.isnan(values), values.dtype.type(-np.inf), values)
 
     def op(a, b):
         va, ia = values[a], index[a]
         vb, ib = values[b], index[b]
         better = (vb > va) | ((vb == va) & (ib < ia))
-        if values.dtype.kind == "f":
-            better = better | (np.isnan(va) & ~np.isnan(vb))
         return np.where(better, b, a)
 
     return op
