@@ -141,56 +141,78 @@ def butterfly(b: Builder, op: str, v: Value, t: str, width: int) -> Value:
     return v
 
 
+def butterfly_by(b: Builder, combine, values: tuple, width: int) -> tuple:
+    """`values` (moved together: a `reduce`'s one, `argmax`'s value and index) folded over
+    each `width` lanes by `combine(own, other)`, in the order `lane_fold` keeps."""
+    m = width // 2
+    while m >= 1:
+        other = tuple(shfl(b, v, "bfly", Imm(m, "u32")) for v in values)
+        values = combine(values, other)
+        m //= 2
+    return values
+
+
 def _check_threads(lw, span):
     if lw.threads % 32:
         raise NotLowered("a reduction in a CTA that is not a whole number of warps", span)
 
 
-def cta_exchange(lw, op: str, values: list[Value], t: str, span=None) -> list[Value]:
+def cta_exchange(lw, op: str, values: list[Value], t: str, span=None, combine=None) -> list[Value]:
     """Each value folded over the whole CTA (already folded within each warp): every
     warp's lane 0 stores its fold into the next scratch slot, a barrier, then every
-    thread folds the warps in one order (warp 0 first).
+    thread folds the warps in one order (warp 0 first), by `op` or by `combine(acc, x)`.
 
     Consecutive exchanges take alternate slots (`Plan.next_slot`): exchange `k + 2`
     writes the slot exchange `k` read only after exchange `k + 1`'s barrier, which
     every thread passes after its reads, so no barrier goes before the writes. The
     tracker sees each slot as its own bytes and inserts none."""
     _check_threads(lw, span)
+    if lw.threads // 32 == 1:
+        return values
+    out = []
+    for parts in cta_gather(lw, values, [t] * len(values), span):
+        acc = parts[0]
+        for x in parts[1:]:
+            acc = combine(acc, x) if combine is not None else fold(lw.b, op, acc, x, t)
+        out.append(acc)
+    return out
+
+
+def cta_gather(lw, values: list[Value], types: list[str], span=None):
+    """Every warp's lane 0 stores its `values` into the next scratch slot, each value's
+    warps side by side after the previous value's; then, a list per value, every thread
+    reads the warps' values back in warp order (emitted as each list is taken)."""
     b = lw.b
     warps = lw.threads // 32
-    if warps == 1:
-        return values
     if lw.plan.scratch is None:
         raise NotLowered("a CTA-wide fold without its exchange buffer", span)
     scratch = lw.plan.next_slot()
-    rt = REG[t]
-    size = lir.WIDTH[rt]
+    sizes = [lir.WIDTH[REG[t]] for t in types]
+    starts = [scratch.offset + warps * sum(sizes[:r]) for r in range(len(values))]
+    if warps * sum(sizes) > scratch.size:
+        raise NotLowered("a CTA-wide fold wider than its exchange slot", span)
     lane0 = b.once(("lane0",), lambda: b.op("setp", "pred", lw.ctx_lane(), Imm(0, lw.idx),
                                            cmp="eq", type=lw.idx))  # fmt: skip
     warp = b.once(("warp_u32",), lambda: b.op("shr", "u32", lw.sreg("tid.x"), Imm(5, "u32")))
     lw.tracker.access(scratch, "write", ("lane0", len(values)))
-    for r, v in enumerate(values):
+    for v, t, size, start in zip(values, types, sizes, starts, strict=True):
         off = b.op("mul", "u32", warp, Imm(size, "u32"))
-        addr = b.op("add", "u32", off, Imm(scratch.offset + r * warps * size, "u32"), hint="s")
+        addr = b.op("add", "u32", off, Imm(start, "u32"), hint="s")
         v = scalars.materialize(b, v, t)
-        b.emit("st", (), (addr, v), space="shared", type=rt, vec=1, guard=lane0)
+        b.emit("st", (), (addr, v), space="shared", type=REG[t], vec=1, guard=lane0)
     lw.tracker.access(scratch, "read", ("all",))
-    out = []
-    per = max(1, min(4, 16 // size))
-    while warps % per:
-        per //= 2
-    for r in range(len(values)):
+    for t, size, start in zip(types, sizes, starts, strict=True):
+        rt = REG[t]
+        per = max(1, min(4, 16 // size))
+        while warps % per:
+            per //= 2
         parts: list[Value] = []
         for w in range(0, warps, per):
-            addr = b.copy(Imm(scratch.offset + (r * warps + w) * size, "u32"), "u32", hint="s")
+            addr = b.copy(Imm(start + w * size, "u32"), "u32", hint="s")
             dests = [b.reg(rt) for _ in range(per)]
             b.emit("ld", dests, (addr,), space="shared", type=rt, vec=per)
             parts += dests
-        acc = parts[0]
-        for x in parts[1:]:
-            acc = fold(b, op, acc, x, t)
-        out.append(acc)
-    return out
+        yield parts
 
 
 # ---------------------------------------------------------------------------
@@ -328,6 +350,8 @@ def collective(lw, e: hir.Builtin) -> Value:
     over = config.get("over")
     over = getattr(over, "field", over)
     name = e.name
+    if name in ("argmax", "reduce"):
+        return _fold_by(lw, e, config, over, t)
     if name not in ("sum", "max", "min", "any", "all"):
         raise NotLowered(f"`{name}<over ...>`", e.span)
     _check_threads(lw, e.span)
@@ -345,6 +369,97 @@ def collective(lw, e: hir.Builtin) -> Value:
     elif over != "lane":
         raise NotLowered(f"a collective over `{over}`", e.span)
     return scalars.convert(b, r, acc_t, t) if acc_t != t else r
+
+
+# `argmax` compares in these: narrow types widen, as `rowargmax` does
+KEY = {"f16": "f32", "bf16": "f32", "i8": "i32", "u8": "u32", "u16": "u32"}
+
+
+def _fold_by(lw, e: hir.Builtin, config: dict, over, t: str) -> Value:
+    """`argmax` and `reduce`: a butterfly over the lanes, then for `over ctx.thread` the
+    warps' folds through shared memory, folded in warp order by every thread."""
+    _check_threads(lw, e.span)
+    if over not in ("lane", "thread"):
+        raise NotLowered(f"a collective over `{over}`", e.span)
+    width = config.get("width") or 32
+    if isinstance(width, hir.Expr):
+        width = int(width.value) if isinstance(width, hir.Const) else 32
+    width = int(width) if over == "lane" else 32
+    b = lw.b
+    v = scalars.materialize(b, lw.value(e.args[0]), t)
+    if e.name == "reduce":
+        step = _fn_step(lw, e, t)
+        (r,) = butterfly_by(b, lambda own, other: (step(own[0], other[0]),), (v,), width)
+        if over == "thread":
+            r = cta_exchange(lw, "reduce", [r], t, e.span, combine=step)[0]
+        return r
+    kt = KEY.get(t, t)
+    key = scalars.convert(b, v, t, kt)
+    if kt in ("f32", "f64"):  # NaN counts as -inf: it never wins (SPEC.md `rowargmax`)
+        nan = scalars.binary(b, "!=", key, key, kt)
+        key = scalars.select(b, nan, Imm(float("-inf"), kt), key, kt)
+    at = lw.tid() if over == "thread" else lw.ctx_lane()
+    index = scalars.materialize(b, scalars.convert(b, at, _index_name(lw), "i32"), "i32")
+
+    def pick(own, other):
+        return _argmax_pick(b, own, other, kt)
+
+    key, index = butterfly_by(b, pick, (key, index), width)
+    if over == "thread":
+        key, index = _cta_argmax(lw, key, index, kt, e.span)
+    return scalars.convert(b, index, "i32", elem_of(e.type))
+
+
+def _index_name(lw) -> str:
+    return "i32" if lw.idx == "s32" else "i64"
+
+
+def _fn_step(lw, e: hir.Builtin, t: str):
+    """`f(own, other)`: the fn's body, inlined with its two parameters bound."""
+    pa, pb = e.fn_params
+
+    def step(x: Value, y: Value) -> Value:
+        saved = {p: lw.env[p] for p in (pa, pb) if p in lw.env}
+        lw.env[pa], lw.env[pb] = x, y
+        try:
+            r = lw.value(e.fn_body)
+        finally:
+            for p in (pa, pb):
+                lw.env.pop(p, None)
+            lw.env.update(saved)
+        return scalars.materialize(lw.b, r, t)
+
+    return step
+
+
+def _argmax_pick(b: Builder, own: tuple, other: tuple, kt: str) -> tuple:
+    """Of two (key, index) pairs, the larger key, the smaller index on a tie."""
+    (k, i), (ok, oi) = own, other
+    gt = scalars.binary(b, ">", ok, k, kt)
+    eq = scalars.binary(b, "==", ok, k, kt)
+    lt = scalars.binary(b, "<", oi, i, "i32")
+    take = b.op("or", "pred", gt, b.op("and", "pred", eq, lt))
+    return scalars.select(b, take, ok, k, kt), scalars.select(b, take, oi, i, "i32")
+
+
+def _cta_argmax(lw, key: Value, index: Value, kt: str, span) -> tuple:
+    """Each warp's (key, index) folded over the CTA, the warps in order. A 32-bit key
+    and its index share one exchange (8 bytes a warp, the slot's least size); a 64-bit
+    key goes first alone, its largest then picking the smallest index of the warps that
+    hold it, in a second exchange."""
+    b = lw.b
+    if lw.threads // 32 == 1:
+        return key, index
+    if lir.WIDTH[REG[kt]] == 4:
+        keys, indexes = cta_gather(lw, [key, index], [kt, "i32"], span)
+        acc = (keys[0], indexes[0])
+        for pair in zip(keys[1:], indexes[1:], strict=True):
+            acc = _argmax_pick(b, acc, pair, kt)
+        return acc
+    best = cta_exchange(lw, "max", [key], kt, span)[0]
+    held = scalars.binary(b, "==", key, best, kt)
+    cand = scalars.select(b, held, index, Imm((1 << 31) - 1, "s32"), "i32")
+    return best, cta_exchange(lw, "min", [cand], "i32", span)[0]
 
 
 def _shuffle(lw, e, config, t) -> Value:
