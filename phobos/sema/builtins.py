@@ -594,7 +594,9 @@ def _collective(ck, name, call, scope):
             _bad(ck, name, call.args[0], f"folds a condition, not `{e}`")
         rt = e
     elif name == "argmax":
-        rt = ck.idx
+        if e.name == "bool":
+            _bad(ck, name, call.args[0], "compares numbers, not `bool`")
+        rt = ck.idx  # the lane or thread, an index (SPEC.md "Collectives and shuffles")
     else:
         if e.name == "bool" or e.name.startswith("u"):
             _bad(ck, name, call.args[0], f"folds numbers, not `{e}`")
@@ -602,10 +604,8 @@ def _collective(ck, name, call, scope):
     cfg = [("over", group)] + ([("width", width)] if "width" in config else [])
     extra = {}
     if name == "reduce":
-        f = call.args[1]
-        fn = ck.fns.get(f.id) if isinstance(f, ast.Name) else None
-        if fn is None or len(fn.params) != 2 or isinstance(fn.body, ast.Block):
-            _bad(ck, name, f, "takes a fn `f(a, b) = e` of two parameters")
+        fn = _fold_fn(ck, call.args[1])
+        ck.fn_checks(fn, call)  # `uses`, and recursion; the call's two operands meet its two
         from phobos.sema.scope import Binding, Scope
 
         a = ck.sym(fn.params[0].id, "let", e, V)
@@ -627,6 +627,32 @@ def _collective(ck, name, call, scope):
         ck.need_control(name, call, most=W)
         uni = W if width == LANES else V
     return _mk(name, [x], rt, uni, cfg, span=call.span, **extra)
+
+
+def _fold_fn(ck, f):
+    """The fn a `reduce` folds by: a module fn `f(a, b) = e`, inlined at each step of the
+    fold. SPEC.md asks it to be associative and commutative, which no check can prove;
+    every stage folds in the same butterfly order, so a float fold agrees bit for bit."""
+    fn = ck.fns.get(f.id) if isinstance(f, ast.Name) else None
+    if fn is None:
+        problem = f"`{f.id}` is not a fn" if isinstance(f, ast.Name) else "this is no fn's name"
+        label = "not a fn"
+    elif len(fn.params) != 2:
+        n = len(fn.params)
+        problem = f"`{f.id}` has {n}"
+        label = f"`{f.id}` takes {n} parameter{'' if n == 1 else 's'}"
+    elif isinstance(fn.body, ast.Block):
+        problem, label = f"`{f.id}` has a statement body", "a statement fn"
+    else:
+        return fn
+    ck.error(
+        "E0327",
+        f"`reduce` takes a fn `f(a, b) = e` of two parameters, and {problem}",
+        f,
+        label,
+        help="define `fn f(a, b) = e`, associative and commutative, and pass `f`",
+    )
+    raise Bail
 
 
 def _shuffle(ck, call, scope):
