@@ -88,8 +88,8 @@ BUILTINS: dict[str, tuple[str, str]] = {
     "sum": ("(x, over=None, width=None)", "Sum across a group, or a thread's own run."),
     "any": ("(c, over, width=None)", "Any across a group."),
     "all": ("(c, over, width=None)", "All across a group."),
-    "argmax": ("(x, over, width=None)", "The lane or thread holding the largest x."),
-    "reduce": ("(x, f, over, width=None)", "The fold of x by f across a group."),
+    "argmax": ("(x, over, width=None)", "The lane or thread of the largest x, the first on a tie."),
+    "reduce": ("(x, f, over, width=None)", "The fold of x by a fn f(a, b) = e across a group."),
     "shfl": ("(v, xor=None, from_=None, down=None, up=None, width=None)", "A warp shuffle."),
     # Functions as values
     "generate": ("(f)", "The value of a statement fn's last bare expression."),

@@ -304,10 +304,10 @@ def all(c: Any, over: Any, width: Any = ...) -> Any:
     """All across a group."""
 
 def argmax(x: Any, over: Any, width: Any = ...) -> Any:
-    """The lane or thread holding the largest x."""
+    """The lane or thread of the largest x, the first on a tie."""
 
 def reduce(x: Any, f: Any, over: Any, width: Any = ...) -> Any:
-    """The fold of x by f across a group."""
+    """The fold of x by a fn f(a, b) = e across a group."""
 
 def shfl(
     v: Any, xor: Any = ..., from_: Any = ..., down: Any = ..., up: Any = ..., width: Any = ...
