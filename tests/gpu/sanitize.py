@@ -1,4 +1,5 @@
-"""Launches for compute-sanitizer: every lowered kernel once, or one with a seeded bug.
+"""Launches for compute-sanitizer: every lowered kernel once (the spec's three examples
+among them), or one with a seeded bug.
 
     compute-sanitizer --tool memcheck  --error-exitcode 1 python3 tests/gpu/sanitize.py clean
     compute-sanitizer --tool racecheck --error-exitcode 1 python3 tests/gpu/sanitize.py clean
@@ -61,6 +62,23 @@ def drop_barriers(item):
     return item
 
 
+def contractions() -> None:
+    """The spec's three examples, at ragged sizes where their attributes allow."""
+    from examples.flash_attention import flash_attention
+    from examples.kda import kda
+    from examples.sgemm import matmul
+
+    a, b, c = (torch.randn(256, 256, device="cuda") for _ in range(3))
+    matmul.variant(TILE_M=128, TILE_N=128, TILE_K=8)[(2, 2)](a, b, c, 1.0, 0.5)
+    q = torch.randn(200, 64, device="cuda")
+    k, v = (torch.randn(300, 64, device="cuda") for _ in range(2))
+    o = torch.empty(200, 64, device="cuda")
+    flash_attention.variant(D=64, BR=32, BC=64)[(7,)](q, k, v, o, 0.125)
+    g = -torch.rand(300, 1, device="cuda") * 0.1
+    o2 = torch.empty(300, 64, device="cuda")
+    kda.variant(D=64, C=32)[(1,)](k, k, v, g, o2, 0.125)
+
+
 def main(mode: str) -> None:
     n, rows = 4096 + 1000, 64
     x, y = torch.randn(2, n, device="cuda")
@@ -76,6 +94,7 @@ def main(mode: str) -> None:
         K.softmax_rows.variant(BLOCK=4096)[(rows,)](m, mo)
         K.layer_norm.variant(BLOCK=1024)[(rows,)](h, ho, w, w, 1e-5)
         K.rms_norm.variant(BLOCK=1024)[(rows,)](h, ho, w, 1e-5)
+        contractions()
     elif mode == "oob":
         seeded(K.vector_add.variant(BLOCK=4096), unmask_stores).launch((2,), (x, y, out))
     elif mode == "race":
