@@ -30,7 +30,14 @@ from examples.flash_attention import flash_attention  # noqa: E402
 from examples.kda import kda  # noqa: E402
 from examples.sgemm import matmul  # noqa: E402
 
-SGEMM_TILES = [(128, 128, 8), (128, 128, 16), (128, 64, 16), (64, 128, 16), (64, 64, 16)]
+SGEMM_TILES = [
+    (128, 128, 8),
+    (128, 128, 16),
+    (128, 128, 32),
+    (128, 64, 16),
+    (64, 128, 16),
+    (64, 64, 16),
+]
 FLASH_TILES = [(32, 32), (32, 64)]
 
 

@@ -232,9 +232,15 @@ def _b_row(lw, bt, b_col, k, kk, tn, nv, sum_t) -> list[Value]:
 
 
 def _widen(lw, v: Value, src: str, sum_t: str) -> Value:
+    """An operand element as a `sum_t` value. Under `@tensorcore` a float operand is
+    rounded to f16 first, as the tile interpreter rounds it (the tensor-core path that
+    would do so in hardware is not lowered yet; this one keeps the same numbers)."""
+    b = lw.b
+    if getattr(lw.k.attrs, "tensorcore", None) and src in ("f32", "f64"):
+        v = scalars.convert(b, scalars.convert(b, v, src, "f16"), "f16", src)
     if src == sum_t:
         return v
-    return scalars.convert(lw.b, v, src, sum_t)
+    return scalars.convert(b, v, src, sum_t)
 
 
 def _fma(b, acc: Reg, x: Value, y: Value, sum_t: str) -> None:

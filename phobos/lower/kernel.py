@@ -29,6 +29,8 @@ an exception.
 from __future__ import annotations
 
 import logging
+import os
+from contextlib import contextmanager
 from math import gcd
 
 from phobos.diagnostics.diagnostic import Diagnostic
@@ -88,6 +90,7 @@ class Lowering:
         self.var_regs: set[str] = set()  # registers that belong to a `var`
         self.memo: dict = {}
         self.whole_tiles: dict = {}  # loop Sym -> (extent register, step): `phobos.lower.loopsplit`
+        self.prefetch = None  # the innermost loop's `phobos.lower.prefetch.Prefetcher`
         variant = dict(k.variant)
         aligned = getattr(k.attrs, "aligned", None) or {}
         self.aligned = {
@@ -467,10 +470,32 @@ class Lowering:
         self.divs[s.var] = gcd(self._divisor(s.lo), step_div)
         lo, hi, step = (_reg_or_imm(b, v, t) for v in (lo, hi, step))
         varying = max(s.lo.uni, s.hi.uni, getattr(s.step, "uni", hir.UNIFORM)) != hir.UNIFORM
-        with self.tracker.loop(s.body, varying):
-            with b.region() as body:
-                self.block(s.body)
+        with self.prefetching(s, lo, hi, step, varying):
+            with self.tracker.loop(s.body, varying):
+                with b.region() as body:
+                    self.block(s.body)
         b.add(lir.For(var, lo, hi, step, body.block, span=s.span))
+
+    @contextmanager
+    def prefetching(self, s: hir.For, lo, hi, step, varying: bool):
+        """While `s`'s body is lowered, its staging statements load a turn ahead
+        (`phobos.lower.prefetch`), where the loop is uniform with a constant step."""
+        from phobos.lower.prefetch import Prefetcher
+
+        saved = self.prefetch
+        pre = None
+        wanted = os.environ.get("PHOBOS_PREFETCH", "1") != "0"  # off: to measure its gain
+        if wanted and not varying and isinstance(step, Imm) and int(step.value) > 0:
+            pre = Prefetcher(self, s, hi, int(step.value))
+            if pre:
+                pre.prologue(lo)
+            else:
+                pre = None
+        self.prefetch = pre
+        try:
+            yield
+        finally:
+            self.prefetch = saved
 
     def s_While(self, s: hir.While) -> None:
         b = self.b
@@ -505,6 +530,8 @@ class Lowering:
     def tile_stmt(self, s) -> None:
         from phobos.lower import sweep
 
+        if self.prefetch is not None and self.prefetch.lower(s):
+            return
         sweep.tile_statement(self, s)
 
     def elem_bytes(self, t: str) -> int:

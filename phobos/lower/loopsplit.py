@@ -127,9 +127,10 @@ def lower_split(lw, s: hir.For) -> bool:
     lw.env[s.var] = var
     lw.whole_tiles[s.var] = (lw.dims[dim].name, step)
     try:
-        with lw.tracker.loop(s.body, _varying(s)):
-            with b.region() as body:
-                lw.block(s.body)
+        with lw.prefetching(s, lo, whole_hi, Imm(step, t), _varying(s)):
+            with lw.tracker.loop(s.body, _varying(s)):
+                with b.region() as body:
+                    lw.block(s.body)
     finally:
         del lw.whole_tiles[s.var]
     b.add(lir.For(var, lo, whole_hi, Imm(step, t), body.block, span=s.span))

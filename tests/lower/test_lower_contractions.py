@@ -236,3 +236,53 @@ def test_padstage_operands():
     assert k.smem == (16 * 36 + 32 * 16) * 4  # B's rows are 64 bytes: not padded
     want, got = run_both(hk, k, (2,), {"A": f32(24, 32), "B": f32(32, 16), "C": poison(24, 16)})
     agree(got, want)
+
+
+# Under @tensorcore the FMA path rounds float operands to f16 first, as the tile
+# interpreter does, so the two agree where the tensor-core path is not lowered yet.
+TENSORCORE = """
+@launch(64)
+@tensorcore
+kernel k(A: tensor<f32>[16, 16], B: tensor<f32>[16, 16], C: tensor<f32>[16, 16]) {
+  var a = A[0 :+ 16, :]
+  var b = B[0 :+ 16, :]
+  var acc: tile<f32>[16, 16] = 0.0
+  acc += dot(a, b)
+  C[0 :+ 16, :] = acc
+}
+// CHECK: cvt.rn.f16.f32
+// CHECK: fma.rn.f32
+"""
+
+
+def test_tensorcore_rounds_operands_as_the_interpreter_does():
+    hk, k = lowered(TENSORCORE)
+    filecheck(TENSORCORE, text(k))
+    want, got = run_both(hk, k, (1,), {"A": f32(16, 16), "B": f32(16, 16), "C": poison(16, 16)})
+    agree(got, want, rtol=1e-6, atol=1e-6)
+    exact = want["A"].astype(np.float64) @ want["B"]
+    assert np.abs(got["C"] - exact).max() > 1e-4  # the operands were rounded
+
+
+def _doc_fence() -> str:
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "contractions.md").read_text()
+    return page.split("```ph\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_docs_gemm_runs_and_logs_what_the_page_shows(caplog):
+    import logging
+
+    source = _doc_fence()
+    with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
+        hk, k = lowered(source, "gemm")
+    page = (__import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "contractions.md")
+    shown = page.read_text().split("```\ntile `acc`", 1)[1].split("```", 1)[0]
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    for line in ("tile `acc`" + shown).strip().splitlines():
+        assert line in logged, line
+    m, n, kk = 70, 100, 36
+    arrays = {"A": f32(m, kk), "B": f32(kk, n), "C": poison(m, n)}
+    want, got = run_both(hk, k, (2, 2), arrays)
+    agree(got, want)
