@@ -277,7 +277,7 @@ def test_the_docs_gemm_runs_and_logs_what_the_page_shows(caplog):
     source = _doc_fence()
     with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
         hk, k = lowered(source, "gemm")
-    page = (__import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "contractions.md")
+    page = __import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "contractions.md"
     shown = page.read_text().split("```\ntile `acc`", 1)[1].split("```", 1)[0]
     logged = "\n".join(r.getMessage() for r in caplog.records)
     for line in ("tile `acc`" + shown).strip().splitlines():
