@@ -7,7 +7,8 @@ shared tiles (a tensor slice or a `let` view is staged first), so a product here
     t = dot(a, b)    t += dot(a, b)    t -= dot(a, b)      (a [M, K], b [K, N] or [N, K])
 
 The output is cut into the cells of a `Blocked` layout: a thread owns a `tm` x `tn`
-micro-tile (one cell a repetition) and keeps its `tm * tn` sums in registers. Each
+micro-tile (one cell a repetition; its columns are vectors interleaved with the other
+cells', `Blocked.col_offset`) and keeps its `tm * tn` sums in registers. Each
 step along the contraction reads `tm` elements of `a`'s rows and `tn` of `b`, as
 vectors along the contraction where the rows allow it (`dot_t` reads both operands
 along k; `dot` reads `b`'s rows across its columns), and does `tm * tn` FMAs. The
@@ -118,7 +119,7 @@ def _cell(lw, lay, rep, origin, a, bt, transposed, K, tile, op, sum_t) -> None:
                 b.mov(r, _zero(rt), rt)
     else:
         sums = [[b.copy(_zero(rt), rt, hint="sum") for _ in range(tn)] for _ in range(tm)]
-    _k_loop(lw, origin, a, bt, transposed, K, sums, tm, tn, sum_t)
+    _k_loop(lw, lay, origin, a, bt, transposed, K, sums, sum_t)
     if not direct:
         _write(lw, lay, rep, origin, tile, op, sums, sum_t)
 
@@ -136,12 +137,13 @@ def _kvec(K: int, *tiles) -> int:
     return 1
 
 
-def _row_bases(lw, tile, first: Value, count: int) -> list[Reg]:
-    """The shared address of element 0 of rows `first .. first + count - 1` of `tile`."""
+def _row_bases(lw, tile, first: Value, offsets) -> list[Reg]:
+    """The shared address of element 0 of the rows `first + o` of `tile`, `o` in
+    `offsets`."""
     b, t = lw.b, lw.idx
     size = BYTES[tile.elem]
     out = []
-    for i in range(count):
+    for i in offsets:
         off = imul(b, t, iadd(b, t, first, i), tile.row_pitch * size)
         out.append(_shared_address(lw, tile, off))
     return out
@@ -156,20 +158,21 @@ def _shared_address(lw, tile, off: Value) -> Reg:
     return b.op("add", "u32", off, Imm(tile.buffer.offset, "u32"), hint="s")
 
 
-def _k_loop(lw, origin, a, bt, transposed, K, sums, tm, tn, sum_t) -> None:
+def _k_loop(lw, lay, origin, a, bt, transposed, K, sums, sum_t) -> None:
     b = lw.b
+    tm, tn = lay.tm, lay.tn
     row, col = origin
     along = (a, bt) if transposed else (a,)
     kv = _kvec(K, *along)
     kstep = next(s for s in (KSTEP, 4, 2, 1) if K % s == 0 and s % kv == 0) if K % kv == 0 else kv
     kstep = max(kstep, kv)
-    a_rows = _row_bases(lw, a, row, tm)
+    a_rows = _row_bases(lw, a, row, range(tm))
     if transposed:
-        b_rows = _row_bases(lw, bt, col, tn)
+        b_rows = _row_bases(lw, bt, col, [lay.col_offset(j) for j in range(tn)])
     else:
         b_col = _shared_address(lw, bt, imul(b, lw.idx, col, BYTES[bt.elem]))
         nv = max(v for v in (8, 4, 2, 1)
-                 if tn % v == 0 and v <= max_vec_for((bt.elem,)) and bt.row_pitch % v == 0)  # fmt: skip
+                 if lay.vec % v == 0 and v <= max_vec_for((bt.elem,)) and bt.row_pitch % v == 0)  # fmt: skip
 
     def turn(k: Value) -> None:
         """`kstep` steps from `k` (an element index, u32 or an int)."""
@@ -179,7 +182,7 @@ def _k_loop(lw, origin, a, bt, transposed, K, sums, tm, tn, sum_t) -> None:
                 bvals = [_load_along(lw, bt, base, k, k0, kv, sum_t) for base in b_rows]
             for kk in range(kv):
                 if not transposed:
-                    brow = _b_row(lw, bt, b_col, k, k0 + kk, tn, nv, sum_t)
+                    brow = _b_row(lw, bt, b_col, k, k0 + kk, lay, nv, sum_t)
                 for i in range(tm):
                     for j in range(tn):
                         y = bvals[j][kk] if transposed else brow[j]
@@ -212,8 +215,9 @@ def _load_along(lw, tile, base, k, k0, kv, sum_t) -> list[Value]:
     return [_widen(lw, v, tile.elem, sum_t) for v in vals]
 
 
-def _b_row(lw, bt, b_col, k, kk, tn, nv, sum_t) -> list[Value]:
-    """`b[k + kk, col : col + tn]` (a `dot`'s right operand, read across its row)."""
+def _b_row(lw, bt, b_col, k, kk, lay, nv, sum_t) -> list[Value]:
+    """The cell's `tn` columns of row `k + kk` of `b` (a `dot`'s right operand, read
+    across its row), a vector of `lay.vec` columns at a time (`nv` an access)."""
     b = lw.b
     size = BYTES[bt.elem]
     pitch = bt.row_pitch * size
@@ -225,8 +229,9 @@ def _b_row(lw, bt, b_col, k, kk, tn, nv, sum_t) -> list[Value]:
         if kk:
             row = b.op("add", "u32", row, Imm(kk * pitch, "u32"), hint="s")
     out = []
-    for j in range(0, tn, nv):
-        at = row if j == 0 else b.op("add", "u32", row, Imm(j * size, "u32"), hint="s")
+    for j in range(0, lay.tn, nv):
+        off = lay.col_offset(j)
+        at = row if off == 0 else b.op("add", "u32", row, Imm(off * size, "u32"), hint="s")
         out += memory.load(b, "shared", bt.elem, at, nv, None)
     return [_widen(lw, v, bt.elem, sum_t) for v in out]
 
@@ -274,7 +279,7 @@ def _write(lw, lay, rep, origin, tile, op, sums, sum_t) -> None:
                 b.mov(r, scalars.materialize(b, combine(r, sums[i][j]), elem), _mov_type(r.type))
         return
     row, col = origin
-    rows = _row_bases(lw, tile, row, tm)
+    rows = _row_bases(lw, tile, row, range(tm))
     size = BYTES[elem]
     vec = lay.vec if tile.row_pitch % lay.vec == 0 else 1
     col_off = imul(b, lw.idx, col, size)
@@ -285,7 +290,8 @@ def _write(lw, lay, rep, origin, tile, op, sums, sum_t) -> None:
             b.op("add", "u32", rows[i], col_off if not isinstance(col_off, Imm)
                  else Imm(col_off.value, "u32"), hint="s"))  # fmt: skip
         for j in range(0, tn, vec):
-            at = start if j == 0 else b.op("add", "u32", start, Imm(j * size, "u32"), hint="s")
+            off = lay.col_offset(j)
+            at = start if off == 0 else b.op("add", "u32", start, Imm(off * size, "u32"), hint="s")
             olds = memory.load(b, "shared", elem, at, vec, None) if op != "=" else [None] * vec
             vals = [scalars.materialize(b, combine(o, sums[i][j + c]), elem)
                     for c, o in enumerate(olds)]  # fmt: skip

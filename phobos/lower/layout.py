@@ -137,15 +137,19 @@ class Blocked:
     FMA product, where each thread keeps `tm * tn` accumulators and reads `tm` values of
     one operand and `tn` of the other for every step along the contraction.
 
-    Micro-tile (cell) `c` covers rows `(c // cols) * tm + i` and columns
-    `(c % cols) * tn + j`, with `cols = N // tn`; thread `t` holds the cells
+    Micro-tile (cell) `c` covers rows `(c // cols) * tm + i`, with `cols = N // tn`;
+    its columns are `tn / vec` vectors of `vec` columns, interleaved with the other
+    cells of its rows: vector `v` of cell `c` starts at column
+    `(c % cols) * vec + v * cols * vec` (`col_offset`). So the threads of a warp read
+    a row of the right operand as consecutive 16-byte vectors (no bank conflict), and
+    store the product's rows the same way. Thread `t` holds the cells
     `t, t + threads, ...` (one per repetition). Its registers are groups of `vec`
-    consecutive columns of one row: repetition, then row `i`, then column group. Where
-    the cells do not fill the last repetition, the threads past them hold nothing there.
+    consecutive columns of one row: repetition, then row `i`, then vector. Where the
+    cells do not fill the last repetition, the threads past them hold nothing there.
 
-    >>> lay = Blocked((4, 8), threads=4, tm=2, tn=4, vec=4)
-    >>> lay.cells, lay.groups, lay.coord(1, 0), lay.coord(1, 5), lay.owner((3, 6))
-    (4, 2, (0, 4), (1, 5), (3, 6))
+    >>> lay = Blocked((4, 8), threads=4, tm=2, tn=4, vec=2)
+    >>> lay.cells, lay.groups, lay.coord(1, 0), lay.coord(1, 3), lay.owner((3, 6))
+    (4, 4, (0, 2), (0, 7), (3, 6))
     """
 
     shape: tuple[int, int]
@@ -196,6 +200,15 @@ class Blocked:
         """What two accesses compare to know they share a layout (the barrier pass)."""
         return ("blocked", self.shape, self.tm, self.tn, self.vec)
 
+    @property
+    def stride(self) -> int:
+        """Columns from one of a cell's vectors to its next."""
+        return self.cols * self.vec
+
+    def col_offset(self, j: int) -> int:
+        """Column `j` of a cell, from the cell's first column."""
+        return (j // self.vec) * self.stride + j % self.vec
+
     def coord(self, thread: int, reg: int) -> tuple[int, int] | None:
         group, lane = divmod(reg, self.vec)
         rep, rest = divmod(group, self.per_cell)
@@ -203,16 +216,17 @@ class Blocked:
         cell = rep * self.threads + thread
         if cell >= self.cells:
             return None
-        return (cell // self.cols) * self.tm + i, (
-            cell % self.cols
-        ) * self.tn + jv * self.vec + lane
+        col = (cell % self.cols) * self.vec + self.col_offset(jv * self.vec + lane)
+        return (cell // self.cols) * self.tm + i, col
 
     def owner(self, coord: tuple[int, int]) -> tuple[int, int]:
         row, col = coord
-        cell = (row // self.tm) * self.cols + col // self.tn
+        vector, within = divmod(col, self.stride)
+        column_cell, lane = divmod(within, self.vec)
+        cell = (row // self.tm) * self.cols + column_cell
         rep, thread = divmod(cell, self.threads)
-        i, j = row % self.tm, col % self.tn
-        return thread, (rep * self.per_cell + i * (self.tn // self.vec)) * self.vec + j
+        group = rep * self.per_cell + (row % self.tm) * (self.tn // self.vec) + vector
+        return thread, group * self.vec + lane
 
     @classmethod
     def choose(cls, shape, threads: int, vec: int = 4, most: int = 64) -> Blocked:

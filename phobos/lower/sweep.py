@@ -343,10 +343,10 @@ def cell_origins(lw, lay: Blocked) -> list[tuple[Value, Value, Reg | None]]:
         def origin(rep=rep):
             cell = iadd(b, t, lw.tid(), rep * T) if rep else lw.tid()
             row = imul(b, t, _idiv(lw, cell, lay.cols), lay.tm)
-            col = imul(b, t, _irem(lw, cell, lay.cols), lay.tn)
+            col = imul(b, t, _irem(lw, cell, lay.cols), lay.vec)
             return row, col
 
-        row, col = b.once(("cell", lay.key[:4], rep), origin)
+        row, col = b.once(("cell", lay.key, rep), origin)
         valid = None
         if (rep + 1) * T > lay.cells:
             valid = b.once(("valid", lay.cells - rep * T, t),
@@ -364,7 +364,7 @@ def blocked_points(lw, lay: Blocked, state) -> list[Point]:
     for row, col, valid in cell_origins(lw, lay):
         for i in range(lay.tm):
             for jv in range(lay.tn // lay.vec):
-                out.append(Point(lay.shape, ((row, i), (col, jv * lay.vec)), lay.vec, valid, g,
+                out.append(Point(lay.shape, ((row, i), (col, lay.col_offset(jv * lay.vec))), lay.vec, valid, g,
                                  state, lay.key))  # fmt: skip
                 g += 1
     return out

@@ -286,3 +286,22 @@ def test_the_docs_gemm_runs_and_logs_what_the_page_shows(caplog):
     arrays = {"A": f32(m, kk), "B": f32(kk, n), "C": poison(m, n)}
     want, got = run_both(hk, k, (2, 2), arrays)
     agree(got, want)
+
+
+@pytest.mark.parametrize(
+    "shape, threads",
+    [((128, 128), 256), ((64, 64), 32), ((16, 16), 64), ((8, 8), 256), ((32, 64), 128)],
+)
+def test_blocked_layout_is_a_bijection_with_interleaved_vectors(shape, threads):
+    lay = Blocked.choose(shape, threads)
+    seen = set()
+    for t in range(threads):
+        for r in range(lay.regs_per_thread):
+            c = lay.coord(t, r)
+            if c is not None:
+                assert lay.owner(c) == (t, r)
+                seen.add(c)
+    assert len(seen) == shape[0] * shape[1]
+    if lay.cols >= 8 and lay.vec == 4:  # a warp's first vectors: consecutive, 16 bytes each
+        starts = [lay.coord(t, 0)[1] for t in range(8)]
+        assert starts == [4 * t for t in range(8)]
