@@ -26,6 +26,7 @@ from phobos.sema.typing import (
     join_names,
     operator_problem,
     shape_text,
+    widens_on_read,
 )
 from phobos.sema.uniformity import UniformityMixin
 from phobos.syntax import ast
@@ -320,6 +321,10 @@ class KernelChecker(UniformityMixin):
                 "a tile, not a scalar",
             )
             raise Bail
+        read = self.narrow_read(value)
+        if read is not None and elem(read.type) == te:
+            # an element read stored back as its own type: the bytes it read, not an index
+            return read
         if ve != te:
             if self.is_weak(value):
                 return self.literal_as(value, te, node)
@@ -830,10 +835,32 @@ class KernelChecker(UniformityMixin):
         if isinstance(e, ast.Binary):
             return self.binary(e, scope)
         if isinstance(e, ast.Index):
-            return self.index(e, scope)
+            return self.scalar_read(self.index(e, scope))
         if isinstance(e, ast.Call):
             return self.call(e, scope)
         raise Bail
+
+    def scalar_read(self, read):
+        """A point read or an `elem` as the value it gives: an i8, u8, u16 or u32 element
+        is an index, sign- or zero-extended (SPEC.md "Types"). A tile read keeps its type."""
+        if not widens_on_read(read.type):
+            return read
+        return hir.Convert(read, self.idx, read.uni, span=read.span)
+
+    def narrow_read(self, value):
+        """The element read that `value` widens, or None: `scalar_read`'s inverse."""
+        if (
+            isinstance(value, hir.Convert)
+            and value.type == self.idx
+            and widens_on_read(value.value.type)
+            and (
+                isinstance(value.value, hir.Slice)
+                or isinstance(value.value, hir.Builtin)
+                and value.value.name == "elem"
+            )
+        ):
+            return value.value
+        return None
 
     def int_literal(self, e: ast.Int):
         v = e.value

@@ -101,6 +101,9 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
         _no_config(ck, name, call)
         _count(ck, name, call, 1)
         (x,) = _args(ck, call, scope)
+        read = ck.narrow_read(x)
+        if read is not None:
+            x = read  # converted from the element itself: `f32(u)` of a u32 is never negative
         if elem(x.type).name == "bool":
             ck.error(
                 "E0317",
@@ -516,7 +519,8 @@ def _run_access(ck, name, call, scope):
         pos = hir.Const(p.value, ck.idx)
     # a word is unsigned: as an index it is non-negative only at 64 bits (SPEC.md "Types")
     t = et if name == "elem" else ck.idx
-    return _mk(name, [run, pos], t, run.uni, span=call.span)
+    out = _mk(name, [run, pos], t, run.uni, span=call.span)
+    return ck.scalar_read(out) if name == "elem" else out
 
 
 def _bit_helper(ck, name, call, scope):

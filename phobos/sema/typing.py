@@ -17,6 +17,10 @@ FLOATS = ("f16", "bf16", "f32", "f64")
 SIGNED = ("i8", "i32", "i64")
 UNSIGNED = ("u8", "u16", "u32")
 INTEGERS = SIGNED + UNSIGNED
+# Element types a scalar read widens to an index (SPEC.md "Types"): i8 sign-extends, the
+# unsigned ones zero-extend. A u32 of 2^31 or more keeps its bits as a 32-bit index, so it
+# reads as non-negative only in a kernel of 64-bit indices.
+WIDENED_ON_READ = ("i8",) + UNSIGNED
 
 # Built-in families, by how the checker types them.
 MATH1 = ("exp", "log", "sqrt", "tanh", "round", "floor", "ceil", "abs", "rsqrt", "sin", "cos")
@@ -60,6 +64,11 @@ def is_integer(t) -> bool:
 
 def is_signed(t) -> bool:
     return elem(t).name in SIGNED
+
+
+def widens_on_read(t) -> bool:
+    """Whether a scalar read of an element of type `t` gives an index instead (SPEC.md "Types")."""
+    return not is_shaped(t) and t.name in WIDENED_ON_READ
 
 
 def is_quantized(name: str) -> bool:

@@ -161,7 +161,7 @@ def test_well_formed_runs_type(spelling):
     lets = {s.sym.name: s for s in k.body.stmts if isinstance(s, hir.Let)}
     types = {n: str(s.sym.type) for n, s in lets.items()}
     assert types["s"] == "i32" and types["f"] == "f32" and types["g"] == "f32"
-    assert types["e"] == "i8" and types["w"] == "i32" and types["d"] == "i32"
+    assert types["e"] == "i32" and types["w"] == "i32" and types["d"] == "i32"
     assert types["h"] == "f16"
     # a run is typed as its n elements, whatever the rank of what it slices
     run = lets["s"].value.args[0]

@@ -40,8 +40,8 @@ REFUSED = [
     ("not_int", ["let a = !n // <-"], ["a: ph.let = not n  # <-"], "E0301", "`!` takes a `bool`"),
     (
         "unsigned_arith",
-        ["let a = B[0, 0] + 1 // <-"],
-        ["a: ph.let = B[0, 0] + 1  # <-"],
+        ["var a = B[0 :+ 4, :] + 1 // <-"],
+        ["a: ph.var = B[0:+4, :] + 1  # <-"],
         "E0301",
         "no arithmetic on `u8`",
     ),

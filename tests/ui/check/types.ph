@@ -4,7 +4,7 @@ kernel types(A: tensor<f32>[M, 64], B: tensor<u8>[M, 64], I: tensor<i8>[M, 64], 
   let a1 = x & 3                          //~ ERROR no bitwise `&` on `f32`
   let a2 = b && n                         //~ ERROR mismatched types `bool` and `i32`
   let a3 = !n                             //~ ERROR `!` takes a `bool`
-  let a4 = B[0, 0] + 1                    //~ ERROR no arithmetic on `u8`
+  var a4 = B[0 :+ 4, :] + 1               //~ ERROR no arithmetic on `u8`
   let a5 = f32(b)                         //~ ERROR there is no conversion from `bool`
   let a6 = u8(x)                          //~ ERROR there is no conversion to `u8`
   var t: tile<f32>[R, 64] = A[0 :+ R, :]

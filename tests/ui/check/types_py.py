@@ -24,7 +24,7 @@ def types(
     a1: ph.let = x & 3  #~ ERROR no bitwise `&` on `f32`
     a2: ph.let = b and n  #~ ERROR mismatched types `bool` and `i32`
     a3: ph.let = not n  #~ ERROR `!` takes a `bool`
-    a4: ph.let = B[0, 0] + 1  #~ ERROR no arithmetic on `u8`
+    a4: ph.var = B[0:+4, :] + 1  #~ ERROR no arithmetic on `u8`
     a5: ph.let = ph.f32(b)  #~ ERROR there is no conversion from `bool`
     a6: ph.let = ph.u8(x)  #~ ERROR there is no conversion to `u8`
     t: ph.var[ph.tile[ph.f32][R, 64]] = A[0:+R, :]
