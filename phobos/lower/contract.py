@@ -151,11 +151,14 @@ def _row_bases(lw, tile, first: Value, offsets) -> list[Reg]:
 
 def _shared_address(lw, tile, off: Value) -> Reg:
     b = lw.b
+    base = tile.base if tile.base is not None else Imm(tile.buffer.offset, "u32")
+    if isinstance(off, Imm) and isinstance(base, Imm):
+        return b.copy(Imm(off.value + base.value, "u32"), "u32", hint="s")
     if isinstance(off, Imm):
-        return b.copy(Imm(off.value + tile.buffer.offset, "u32"), "u32", hint="s")
+        return b.op("add", "u32", base, Imm(off.value, "u32"), hint="s")
     if lw.idx == "s64":
         off = b.op("cvt", "u32", off, from_type="s64")
-    return b.op("add", "u32", off, Imm(tile.buffer.offset, "u32"), hint="s")
+    return b.op("add", "u32", off, base, hint="s")
 
 
 def _k_loop(lw, lay, origin, a, bt, transposed, K, sums, sum_t) -> None:

@@ -470,32 +470,48 @@ class Lowering:
         self.divs[s.var] = gcd(self._divisor(s.lo), step_div)
         lo, hi, step = (_reg_or_imm(b, v, t) for v in (lo, hi, step))
         varying = max(s.lo.uni, s.hi.uni, getattr(s.step, "uni", hir.UNIFORM)) != hir.UNIFORM
-        with self.prefetching(s, lo, hi, step, varying):
+        with self.prefetching(s, lo, hi, step, varying) as ring:
             with self.tracker.loop(s.body, varying):
                 with b.region() as body:
+                    if ring is not None:
+                        ring.top()
                     self.block(s.body)
+                    if ring is not None:
+                        ring.bottom()
         b.add(lir.For(var, lo, hi, step, body.block, span=s.span))
 
     @contextmanager
     def prefetching(self, s: hir.For, lo, hi, step, varying: bool):
-        """While `s`'s body is lowered, its staging statements load a turn ahead
-        (`phobos.lower.prefetch`), where the loop is uniform with a constant step."""
+        """While `s`'s body is lowered, its staging statements run a turn ahead: by a
+        cp.async ring where placement gave their tiles two stages
+        (`phobos.lower.pipeline`), else through registers (`phobos.lower.prefetch`);
+        only in a uniform loop with a constant step. Yields the ring (its `top` and
+        `bottom` open and close each turn) or None."""
+        from phobos.lower.pipeline import Ring
         from phobos.lower.prefetch import Prefetcher
 
         saved = self.prefetch
-        pre = None
+        pre = ring = None
         wanted = os.environ.get("PHOBOS_PREFETCH", "1") != "0"  # off: to measure its gain
-        if wanted and not varying and isinstance(step, Imm) and int(step.value) > 0:
-            pre = Prefetcher(self, s, hi, int(step.value))
-            if pre:
-                pre.prologue(lo)
+        if not varying and isinstance(step, Imm) and int(step.value) > 0:
+            ring = Ring(self, s, hi, int(step.value))
+            if ring:
+                ring.prologue(lo)
+                pre = ring
             else:
-                pre = None
+                ring = None
+                pre = Prefetcher(self, s, hi, int(step.value)) if wanted else None
+                if pre:
+                    pre.prologue(lo)
+                else:
+                    pre = None
         self.prefetch = pre
         try:
-            yield
+            yield ring
         finally:
             self.prefetch = saved
+            if ring is not None:
+                ring.close()
 
     def s_While(self, s: hir.While) -> None:
         b = self.b

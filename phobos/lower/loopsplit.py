@@ -127,10 +127,14 @@ def lower_split(lw, s: hir.For) -> bool:
     lw.env[s.var] = var
     lw.whole_tiles[s.var] = (lw.dims[dim].name, step)
     try:
-        with lw.prefetching(s, lo, whole_hi, Imm(step, t), _varying(s)):
+        with lw.prefetching(s, lo, whole_hi, Imm(step, t), _varying(s)) as ring:
             with lw.tracker.loop(s.body, _varying(s)):
                 with b.region() as body:
+                    if ring is not None:
+                        ring.top()
                     lw.block(s.body)
+                    if ring is not None:
+                        ring.bottom()
     finally:
         del lw.whole_tiles[s.var]
     b.add(lir.For(var, lo, whole_hi, Imm(step, t), body.block, span=s.span))

@@ -204,6 +204,12 @@ def address(lw, acc: Access, flat: Value) -> Reg:
     size = BYTES[acc.elem]
     if acc.space == "shared":
         off = imul(b, lw.idx, flat, size)
+        if isinstance(acc.base, Reg):  # a ring's stage, chosen turn by turn
+            if isinstance(off, Imm):
+                return b.op("add", "u32", acc.base, Imm(off.value, "u32"), hint="s")
+            if lw.idx == "s64":
+                off = b.op("cvt", "u32", off, from_type="s64")
+            return b.op("add", "u32", off, acc.base, hint="s")
         if isinstance(off, Imm):
             return b.copy(Imm(off.value + acc.base.value, "u32"), "u32", hint="s")
         if lw.idx == "s64":

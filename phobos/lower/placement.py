@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from math import prod
 
@@ -74,6 +75,8 @@ class Tile:
     regs: list | None = None
     pitch: int | None = None  # the row pitch in elements where padded (`@padstage`)
     micro: tuple[int, int] | None = None  # (tm, tn): a product's `Blocked` register layout
+    stages: int = 1  # buffers of `nbytes` each: 2 for a loop's cp.async ring
+    base: object = None  # while a ring turns: the register holding this turn's stage
 
     @property
     def size(self) -> int:
@@ -104,7 +107,8 @@ class Tile:
             1 if a == rank - 1 else self.row_pitch * prod(self.shape[a + 1 : -1])
             for a in range(rank)
         )
-        return Access("shared", Imm(self.buffer.offset, "u32"), self.elem,
+        base = self.base if self.base is not None else Imm(self.buffer.offset, "u32")
+        return Access("shared", base, self.elem,
                       tuple(Imm(0, "s32") for _ in range(rank)), tuple(() for _ in range(rank)),
                       self.shape, pitches, tuple(BIG for _ in range(rank)), self.buffer)  # fmt: skip
 
@@ -342,6 +346,7 @@ class _Planner:
         self.staging: set = set()  # tiles declared `var t = <tensor slice>` (`@padstage`)
         self.flat_read: set = set()  # tiles read through `flat`: their bytes are one row
         self.products: set = set()  # tiles a `dot`/`dot_t` writes
+        self.rings: dict = {}  # staging tile Sym -> (statement, loop's first, last statement)
 
     # -- walking -------------------------------------------------------------
 
@@ -421,7 +426,9 @@ class _Planner:
             from math import gcd
 
             lw.divs[s.var] = gcd(lw._divisor(s.lo), step_div)
+            start = self.n
             self.loop(s.body)
+            self.ring_candidates(s, start, self.n)
             return
         if isinstance(s, hir.While):
             self.scalar_uses(s.cond)
@@ -438,6 +445,35 @@ class _Planner:
             return
         if isinstance(s, hir.Block):
             self.block(s)
+
+    def ring_candidates(self, s: hir.For, start: int, end: int) -> None:
+        """The staging statements of `s` a two-stage cp.async ring may stage
+        (`phobos.lower.pipeline`): at the top level of a uniform loop with a constant
+        step, `var t = <tensor slice>` of two static axes of 32- or 64-bit elements,
+        from a tensor the kernel never writes, indexed by nothing bound in the body but
+        the loop variable. Whether each gets its second stage is decided with the
+        shared memory (`decide`)."""
+        if s.unroll or max(s.lo.uni, s.hi.uni, getattr(s.step, "uni", hir.UNIFORM)) != hir.UNIFORM:
+            return
+        step = s.step.value if isinstance(s.step, hir.Const) else s.step
+        if not isinstance(step, int) or isinstance(step, bool) or step <= 0:
+            return
+        local = {n.sym for n in _walk(s.body) if isinstance(n, (hir.Let, hir.VarDecl))}
+        written = written_tensors(self.lw.k.body)
+        for st in s.body.stmts:
+            if not (isinstance(st, hir.VarDecl) and st.sym in self.tiles and st.value is not None):
+                continue
+            shape, elem = self.tiles[st.sym]
+            if len(shape) != 2 or BYTES[elem] < 4 or not self._tensor_slice(st.value):
+                continue
+            refs = {n.sym for n in _walk(st.value) if isinstance(n, hir.Ref)}
+            views = {r for r in refs if r in self.lets}
+            for v in views:
+                refs |= {n.sym for n in _walk(self.lets[v]) if isinstance(n, hir.Ref)}
+            refs -= views
+            if any(r in written or (r in local and r is not s.var) for r in refs):
+                continue
+            self.rings[st.sym] = (st, start, end)
 
     def _tensor_slice(self, e) -> bool:
         """Whether `e` is a slice of a tensor (or of a `let` view of one)."""
@@ -689,7 +725,9 @@ class _Planner:
             if place == "shared":
                 tile.pitch = self.pad(sym, shape, elem)
                 first, last = self.spans.get(sym, (0, 0))
-                requests.append((sym, tile.nbytes, first, last))
+                if self.ring_fits(sym, tile, first, last):
+                    tile.stages = 2
+                requests.append((sym, tile.nbytes * tile.stages, first, last))
         for sw_id, sw in self.sweeps.items():
             plan.vec[sw_id] = sw.vec
             micro = [plan.tiles[s].micro for s in sw.full if s in plan.tiles]
@@ -719,6 +757,11 @@ class _Planner:
         plan.shared = buffers
         plan.smem = total
         dyn = bool(getattr(lw.k.attrs, "dynshared", False))
+        if total > alloc.STATIC_LIMIT and not dyn and self.rings:
+            log.debug("no cp.async ring: its second stages would need %d bytes of shared "
+                      "memory, more than the static %d", total, alloc.STATIC_LIMIT)  # fmt: skip
+            self.rings = {}
+            return self.decide()
         if total > alloc.STATIC_LIMIT and not dyn:
             raise NotLowered(
                 "shared memory",
@@ -729,6 +772,16 @@ class _Planner:
             )
         lw.tiles = plan.tiles
         return plan
+
+    def ring_fits(self, sym, tile, first, last) -> bool:
+        """Whether the staging tile `sym` gets a second stage: a ring candidate, alive
+        only inside its loop, swept at 4, 8 or 16 bytes a vector (cp.async's sizes)."""
+        ring = self.rings.get(sym)
+        if ring is None or os.environ.get("PHOBOS_RING", "1") == "0":  # off: to measure
+            return False
+        st, start, end = ring
+        vec = self.sweeps[id(st)].vec if id(st) in self.sweeps else 1
+        return start <= first and last <= end and vec * BYTES[tile.elem] in (4, 8, 16)
 
     def blocked(self, cand) -> dict:
         """The register tiles kept in a product's `Blocked` layout, Sym -> (tm, tn): every
@@ -770,6 +823,19 @@ class _Planner:
                 cand[s] = "shared"
                 self.other.setdefault(s, why)
         return {}
+
+
+def written_tensors(body) -> set:
+    """The tensor parameters (or tiles) some statement of `body` writes, through any
+    view: assigned into, or named by a store or an atomic."""
+    views = {n.sym: n.value for n in _walk(body) if isinstance(n, hir.Let)}
+    out = set()
+    for n in _walk(body):
+        if isinstance(n, hir.Assign):
+            out.add(_root(n.target, views))
+        elif isinstance(n, hir.Builtin) and n.name in _WRITERS:
+            out.update(_root(a, views) for a in n.args)
+    return out
 
 
 def _dynamic(dims, span) -> NotLowered:

@@ -27,10 +27,10 @@ def agree(got, want, rtol=2e-5, atol=2e-5):
 
 
 # A GEMM main loop over a dynamic K with ragged M, N and K: the accumulator stays in the
-# registers of its micro-tiles (nothing but the staging is stored to shared memory), one
-# FMA per product element and k, the store of C after the loop. The loop runs its whole
-# tiles, then the masked remainder once (`loopsplit`); each turn has two barriers (the
-# staging is not double-buffered yet).
+# registers of its micro-tiles (nothing is stored to shared memory in the loop but by the
+# staging), one FMA per product element and k, the store of C after the loop. The loop
+# runs its whole tiles through a two-stage cp.async ring (the next turn's copies issued
+# after the turn's one barrier), then the masked remainder once, staged plainly.
 GEMM = """
 @launch(64)
 kernel k(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
@@ -44,13 +44,19 @@ kernel k(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
   }
   C[pm * 16 :+ 16, pn * 16 :+ 16] = acc
 }
+// CHECK: cp_async %
+// CHECK: cp_async_commit
 // CHECK: for %kt
+// CHECK: cp_async_wait  [pending=0]
 // CHECK: bar 0
-// CHECK: st.shared
-// CHECK: bar 0
+// CHECK: cp_async %
+// CHECK: cp_async_commit
+// CHECK-NOT: bar 0
+// CHECK-NOT: st.shared
 // CHECK-COUNT-32: fma.rn.f32
 // CHECK-NOT: st.shared
-// CHECK: }
+// CHECK-NOT: bar 0
+// CHECK: {{loop end}}
 // CHECK: st.shared
 // CHECK-COUNT-32: fma.rn.f32
 // CHECK-NOT: st.shared
@@ -305,3 +311,34 @@ def test_blocked_layout_is_a_bijection_with_interleaved_vectors(shape, threads):
     if lay.cols >= 8 and lay.vec == 4:  # a warp's first vectors: consecutive, 16 bytes each
         starts = [lay.coord(t, 0)[1] for t in range(8)]
         assert starts == [4 * t for t in range(8)]
+
+
+# Two stages of a 128x32 and a 32x128 f32 tile need 64 KB: past the static 48 KB, so
+# the loop keeps one stage (no cp.async), and the kernel still compiles and runs.
+BIG_STAGES = """
+@launch(256)
+kernel k(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
+  var acc: tile<f32>[128, 128] = 0.0
+  for kt in range(0, K, 32) {
+    var a = A[0 :+ 128, kt :+ 32]
+    var b = B[kt :+ 32, 0 :+ 128]
+    acc += dot(a, b)
+  }
+  C[0 :+ 128, 0 :+ 128] = acc
+}
+// CHECK-NOT: cp_async
+// CHECK: fma.rn.f32
+"""
+
+
+def test_a_ring_past_48_kb_keeps_one_stage():
+    hk, k = lowered(BIG_STAGES)
+    filecheck(BIG_STAGES, text(k))
+    assert k.smem == (128 * 32 + 32 * 128) * 4
+
+
+def test_the_ring_is_race_free_and_its_copies_land_before_they_are_read():
+    hk, k = lowered(GEMM)
+    assert ops(k, "cp_async") and ops(k, "cp_async_wait")
+    want, got = run_both(hk, k, (2, 2), {"A": f32(32, 40), "B": f32(40, 32), "C": poison(32, 32)})
+    agree(got, want)
