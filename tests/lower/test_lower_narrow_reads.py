@@ -4,11 +4,13 @@ interpreters, which agree with each other and with numpy on bytes of every sign.
 
 import numpy as np
 import pytest
+from filecheck import filecheck
 from lowerkit import checked, lowered, ops, ptxas, run_both
 
 from phobos.lower import lir
 from phobos.lower.kernel import lower_kernel
 from phobos.lower.verify import verify
+from phobos.ptx.emit import emit_module
 from phobos.pyfront.translate import translate_module
 from phobos.sema import hir
 from phobos.sema.check import check_kernel
@@ -80,7 +82,9 @@ def test_the_spec_f16bits_example_runs(t, spelling):
     b = byte_pairs(np.int8 if t == "i8" else np.uint8)
     ref = agree(hk, k, (N,), {"B": b, "Y": np.zeros(N, np.float16)})
     assert np.array_equal(ref["Y"].view(np.uint16), halves(b).view(np.uint16))
-    # the byte loads as itself, extended by its sign or not, into a 32-bit register
+    # hir shows the widening; the byte loads as itself, extended by its sign or not, into a
+    # 32-bit register
+    assert "f16bits(((i32(B[i, 0]) & 255: i32)" in hir.dump(hk)
     assert len(ops(k, "ld", space="global", type="s8" if t == "i8" else "u8")) == 2
 
 
@@ -230,11 +234,75 @@ kernel k(E: tensor<u32>[N], F: tensor<f32>[N], L: tensor<i64>[N]) {
     assert ("u32", "f32") in cvts and ("u32", "s64") in cvts
 
 
-def test_the_lir_text_shows_the_load_and_its_extension():
-    _, k = lowered(WIDE.format(y="i64"), index_width=64)
-    text = lir.print_kernel(k)
-    assert "ld.global.s8" in text and "cvt.s64.s32" in text
-    assert "ld.global.u8" in text and "cvt.s64.u32" in text
+# each element loads by its own sign into a 32-bit register, then widens to the 64-bit index
+PINNED = """
+kernel k(B: tensor<i8>[N], C: tensor<u8>[N], D: tensor<u16>[N], E: tensor<u32>[N],
+         Y: tensor<i64>[N]) {
+  let i = ctx.block.x
+  Y[i] = B[i] + C[i] + D[i] + E[i]
+}
+// CHECK: ld.global.s8
+// CHECK: cvt.s64.s32
+// CHECK: ld.global.u8
+// CHECK: cvt.s64.u32
+// CHECK: ld.global.u16
+// CHECK: cvt.s64.u32
+// CHECK: ld.global.u32
+// CHECK: cvt.s64.u32
+// CHECK: add.s64
+"""
+
+
+@pytest.mark.parametrize("emit", ["lir", "ptx"])
+def test_the_code_shows_the_load_and_its_extension(emit):
+    _, k = lowered(PINNED, index_width=64)
+    filecheck(PINNED, lir.print_kernel(k) if emit == "lir" else emit_module([k], "sm_90"))
+    ptxas(k)
+
+
+# at 32-bit indices the load is the extension: an i8 or u16 read needs no cvt at all
+PINNED_32 = """
+kernel k(B: tensor<i8>[N], D: tensor<u16>[N], Y: tensor<i32>[N]) {
+  let i = ctx.block.x
+  Y[i] = B[i] - D[i]
+}
+// CHECK: ld.global.s8
+// CHECK-NOT: cvt
+// CHECK: ld.global.u16
+// CHECK-NOT: cvt
+// CHECK: sub.s32
+"""
+
+
+@pytest.mark.parametrize("emit", ["lir", "ptx"])
+def test_at_32_bits_the_load_alone_extends(emit):
+    _, k = lowered(PINNED_32)
+    filecheck(PINNED_32, lir.print_kernel(k) if emit == "lir" else emit_module([k], "sm_90"))
+
+
+# a point read of a tile widens as one of a tensor; the tile itself stays u8 and i8
+TILE_POINTS = """
+@launch(32)
+kernel k(B: tensor<u8>[R, 8], I: tensor<i8>[R, 8], Y: tensor<i32>[R, 2]) {
+  var t = B[0 :+ 32, :]
+  var q = I[0 :+ 32, :]
+  let r = ctx.thread
+  Y[r, 0] = t[r, 7] - t[r, 0]
+  Y[r, 1] = q[r, 3] * q[r, 5]
+}"""
+
+
+def test_a_point_read_of_a_tile_widens():
+    hk, k = lowered(TILE_POINTS)
+    tiles = {s.sym.name: str(s.sym.type) for s in hk.body.stmts if isinstance(s, hir.VarDecl)}
+    assert tiles == {"t": "tile<u8>[32, 8]", "q": "tile<i8>[32, 8]"}
+    b = rng.integers(0, 256, (32, 8)).astype(np.uint8)
+    q = rng.integers(-128, 128, (32, 8)).astype(np.int8)
+    b[0, 7], q[0, 3], q[0, 5] = 255, -128, -1
+    ref = agree(hk, k, (1,), {"B": b, "I": q, "Y": np.zeros((32, 2), np.int32)})
+    b64, q64 = b.astype(np.int64), q.astype(np.int64)
+    assert np.array_equal(ref["Y"][:, 0], b64[:, 7] - b64[:, 0])
+    assert np.array_equal(ref["Y"][:, 1], q64[:, 3] * q64[:, 5])
 
 
 @pytest.mark.parametrize(
