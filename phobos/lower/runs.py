@@ -19,7 +19,7 @@ run's bytes and that alignment:
 | `sum(e)`                        | `e` per element in order, added into the result type        |
 | `sum(i32(a) * i32(b))`, i8 runs | `dp4a.s32` per word of `a` and `b` (index width 32)         |
 | `sum(i32(a))`, i8 run           | `dp4a.s32` of each word against `0x01010101`                |
-| `elem(run, i)`                  | element `i` of the run's load                               |
+| `elem(run, i)`                  | element `i` of the run's load; a byte or u16 read as `s32`/`u32`, widened to the index by the checker's conversion |
 | `word(run, t)`                  | word `t` of the run (a `u32` load, or its 4 bytes `or`ed)   |
 | `store(run, v..)`               | `st.v{1,2,4}` per chunk (bytes packed into words), else per element |
 | `dp4a(x, y, acc)`               | `dp4a.s32`                                                  |
