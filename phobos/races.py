@@ -14,7 +14,7 @@ The inputs, by rule:
 | --- | --- |
 | a dynamic dimension that is the last of some tensor | `2 * T + T // 4` (two tiles and a ragged remainder), `T` the kernel's tile guess; under one tile: `T // 2 + 4` |
 | any other dynamic dimension | `2 * min(T, 32) + 4`; under one tile: `12` |
-| a dimension `@aligned` to `A` | the value above rounded up to a multiple of `A`, and at least `2 * A` (the grid's CTAs each read a whole tile, unmasked) |
+| a dimension `@aligned` to `A` | `3 * A`, and `2 * A` for the second run: whole tiles only, as the promise says, so the grid's CTAs each read a whole tile unmasked, and a loop over it turns three times |
 | a float tensor or scalar | standard normal |
 | an integer tensor or scalar | small integers (0 to 3 for scalars) |
 | the grid | `(2,)`; `(2, 2)` when the kernel reads `ctx.block.y`; `(2, 2, 2)` for `.z` |
@@ -108,8 +108,8 @@ def make_inputs(checked, lowered: lir.Kernel, seed: int = 0, *, ragged: bool = F
             size = 2 * tile + tile // 4 if name in last else 2 * min(tile, 32) + 4
         step = int(aligned.get(name) or 1)
         step = step * 4 // math.gcd(step, 4)  # a multiple of both 4 and the promise
-        if name in aligned:  # a tile of it for each of the two CTAs along an axis
-            size = max(size, 2 * int(aligned[name] or 1))
+        if name in aligned:  # whole tiles only: three (two when ragged) of its own tile
+            size = (2 if ragged else 3) * int(aligned[name] or 1)
         inputs.dims[name] = -(-size // step) * step
     for p in checked.params:
         elem = p.type.elem.name if isinstance(p.type, hir.TensorT) else p.type.name

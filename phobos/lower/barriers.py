@@ -141,11 +141,30 @@ class Tracker:
             else:
                 log.debug("no barrier for `%s` under varying control: per-thread accesses "
                           "inside one divergent region", name)  # fmt: skip
+        self._note(buffer, kind, layout)
+
+    def _note(self, buffer, kind: str, layout) -> None:
+        """Record an access as pending, with no check against what is pending."""
         record = self._record(buffer, kind, layout)
         self.pending.append(record)
         for watch in self.watches:
             if watch.open:
                 watch.segment.append(record)
+
+    def statement(self, accesses) -> None:
+        """Record one statement's accesses `(buffer, kind, layout)`, all emitted after the
+        barrier any of them asks for: where a later one asks, the earlier ones are
+        recorded again after it (they stand after it in the code, not before)."""
+        done = []
+        for buffer, kind, layout in accesses:
+            before = self.count
+            self.access(buffer, kind, layout)
+            if self.count != before:  # the barrier went in before the statement's code
+                pending = self.pending.pop()  # keep the statement's accesses in order
+                for again in done:
+                    self._note(*again)
+                self.pending.append(pending)
+            done.append((buffer, kind, layout))
 
     def _entry_barrier(self, met: list[Pending]) -> None:
         """The barrier just emitted: when only the innermost loop's entry record asked

@@ -63,11 +63,10 @@ def product(lw, s, target, op: str, e) -> None:
         lay = Blocked.choose((M, N), T, vec=max_vec_for((tile.elem,)))
     else:
         raise NotLowered(f"`{e.name}` into a register tile of the sweep's layout", s.span)
-    tracker = lw.tracker
-    tracker.access(a.buffer, "read", None)
-    tracker.access(bt.buffer, "read", None)
+    accesses = [(a.buffer, "read", None), (bt.buffer, "read", None)]
     if tile.place == "shared":
-        tracker.access(tile.buffer, "write", lay.key)
+        accesses.append((tile.buffer, "write", lay.key))
+    lw.tracker.statement(accesses)
     _log(lw, s, e, lay, K)
     if lay is None:  # a [1, 1] product: every thread computes it
         one = Blocked((1, 1), 1, 1, 1, 1)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from phobos.lower import scalars
 from phobos.lower.layout import Sweep
 from phobos.lower.lir import If, Imm, Reg
+from phobos.lower.prefetch import _expand
 from phobos.lower.sweep import UNROLL, State, Sweeper, _ekey, points
 from phobos.lower.types import BYTES, elem_of
 from phobos.sema import hir
@@ -59,6 +60,13 @@ class Ring:
         self.hi = hi
         self.step = step
         self.staged: list[Staged] = []
+        # The body's `let` views, read through their slices: a copy for the next turn is
+        # issued before the body binds them again.
+        self.views = {
+            st.sym: st.value
+            for st in loop.body.stmts
+            if isinstance(st, hir.Let) and isinstance(st.sym.type, hir.TensorT)
+        }
         for st in loop.body.stmts:
             tile = lw.tiles.get(getattr(st, "sym", None))
             if isinstance(st, hir.VarDecl) and tile is not None and tile.stages == 2:
@@ -137,9 +145,10 @@ class Ring:
         tile.base = dst_base if isinstance(dst_base, Reg) else None
         try:
             shape = tile.shape
+            value = _expand(st.stmt.value, self.views)
             sw = Sweeper(lw, shape, st.vec)
-            sw.prepare(st.stmt.value, shape)
-            src = sw.accesses[_ekey(st.stmt.value)]
+            sw.prepare(value, shape)
+            src = sw.accesses[_ekey(value)]
             dst = tile.access()
             size = st.vec * BYTES[tile.elem]
             for p in points(lw, shape, st.vec, State()):

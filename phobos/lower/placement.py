@@ -464,7 +464,13 @@ class _Planner:
             if not (isinstance(st, hir.VarDecl) and st.sym in self.tiles and st.value is not None):
                 continue
             shape, elem = self.tiles[st.sym]
-            if len(shape) != 2 or BYTES[elem] < 4 or not self._tensor_slice(st.value):
+            view = isinstance(st.value, hir.Ref) and st.value.sym in self.lets
+            if len(shape) != 2 or BYTES[elem] < 4:
+                continue
+            if not (
+                self._tensor_slice(st.value)
+                or (view and self._tensor_slice(self.lets[st.value.sym]))
+            ):
                 continue
             refs = {n.sym for n in _walk(st.value) if isinstance(n, hir.Ref)}
             views = {r for r in refs if r in self.lets}
@@ -727,6 +733,9 @@ class _Planner:
                 first, last = self.spans.get(sym, (0, 0))
                 if self.ring_fits(sym, tile, first, last):
                     tile.stages = 2
+                    # The next turn's copies are in flight through the whole turn: the
+                    # ring's bytes are live from the loop's first statement to its last.
+                    _, first, last = self.rings[sym]
                 requests.append((sym, tile.nbytes * tile.stages, first, last))
         for sw_id, sw in self.sweeps.items():
             plan.vec[sw_id] = sw.vec

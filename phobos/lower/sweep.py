@@ -537,9 +537,10 @@ class Sweeper:
         else:
             raise NotLowered(f"`{type(e).__name__}` in a tile expression", e.span)
 
-    def note_reads(self) -> None:
-        for buf, key in self.shared_reads:
-            self.lw.tracker.access(buf, "read", key)
+    def note_reads(self, also=()) -> None:
+        """Record the statement's shared reads (and `also`, its write) as one step."""
+        self.lw.tracker.statement([(buf, "read", key) for buf, key in self.shared_reads]
+                                  + list(also))  # fmt: skip
 
     # -- at a point ----------------------------------------------------------
 
@@ -873,11 +874,12 @@ def tile_statement(lw, s) -> None:
         target_acc = tile.access() if tile is not None else memory.resolve(lw, target)
         if tile is None:
             sw.note_width(target, target_acc)
-    sw.note_reads()
     key = layout.key if layout is not None else ("sweep", shape, vec)
+    write = ()
     if target_acc is not None and target_acc.space == "shared":
         whole = tile is not None
-        lw.tracker.access(target_acc.buffer, "write", key if whole else None)
+        write = ((target_acc.buffer, "write", key if whole else None),)
+    sw.note_reads(write)
     masks = [a for a in range(len(shape)) if target_acc is not None and target_acc.masked(a)]
     log.debug("sweep over %s at vector width %d%s%s", list(shape), vec,
               f", target masked on axes {masks}" if masks else "",
