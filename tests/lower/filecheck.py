@@ -4,7 +4,8 @@ A line of the kernel holding `// CHECK: text` (or `# CHECK: text` in Python) say
 `text` appears in the output after what the previous CHECK matched; `CHECK-NOT: text`
 that `text` does not appear between the two CHECKs around it (or before the first, or
 after the last); `CHECK-COUNT-n: text` that the next `n` matches of `text` follow in
-order. Matching is by substring, one output line at a time; `{{loop end}}` matches the
+order; `PTX: text` and the like are the same for another output, named by `prefix`.
+Matching is by substring, one output line at a time; `{{loop end}}` matches the
 line closing a block (`}` alone).
 
     >>> filecheck("// CHECK: b\\n// CHECK-NOT: x\\n// CHECK: d", "a\\nb\\nc\\nd")
@@ -18,25 +19,29 @@ from __future__ import annotations
 
 import re
 
-_DIRECTIVE = re.compile(r"(?://|#)\s*CHECK(-NOT|-COUNT-(\d+))?:\s*(.*?)\s*$")
+
+def _directive(prefix: str):
+    return re.compile(rf"(?://|#)\s*{prefix}(-NOT|-COUNT-(\d+))?:\s*(.*?)\s*$")
 
 
-def directives(source: str) -> list[tuple[str, int, str, int]]:
-    """(kind, count, text, source line) for each CHECK line of `source`."""
+def directives(source: str, prefix: str = "CHECK") -> list[tuple[str, int, str, int]]:
+    """(kind, count, text, source line) for each `prefix` line of `source`."""
     out = []
+    pattern = _directive(prefix)
     for number, line in enumerate(source.splitlines(), 1):
-        m = _DIRECTIVE.search(line)
+        m = pattern.search(line)
         if m:
             kind = "not" if m.group(1) == "-NOT" else "check"
             out.append((kind, int(m.group(2) or 1), m.group(3), number))
     return out
 
 
-def filecheck(source: str, output: str) -> None:
-    """Fail with the first expectation of `source` that `output` does not meet."""
+def filecheck(source: str, output: str, prefix: str = "CHECK") -> None:
+    """Fail with the first expectation of `source` that `output` does not meet; `prefix`
+    names the lines read (`CHECK` for the lir, `PTX` for the PTX, say)."""
     lines = output.splitlines()
-    found = directives(source)
-    assert found, "the source has no CHECK lines"
+    found = directives(source, prefix)
+    assert found, f"the source has no {prefix} lines"
     at = 0  # the output line after the last match
     pending: list[tuple[str, int]] = []  # CHECK-NOTs waiting for the next match
     for kind, count, text, number in found:

@@ -8,6 +8,7 @@ from filecheck import filecheck
 from lowerkit import lowered, ops, ptxas, run_both, text
 
 from phobos.lower.layout import Blocked
+from phobos.ptx.emit import emit_module
 
 rng = np.random.default_rng(11)
 
@@ -61,6 +62,11 @@ kernel k(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
 // CHECK-COUNT-32: fma.rn.f32
 // CHECK-NOT: st.shared
 // CHECK: st.global
+// PTX: cp.async.cg.shared.global
+// PTX: cp.async.commit_group
+// PTX: cp.async.wait_group 0
+// PTX: bar.sync 0
+// PTX: fma.rn.f32
 """
 
 
@@ -68,6 +74,7 @@ kernel k(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
 def test_gemm_loop_keeps_the_accumulator_in_registers(m, n, kk):
     hk, k = lowered(GEMM)
     filecheck(GEMM, text(k))
+    filecheck(GEMM, emit_module([k], "sm_80"), prefix="PTX")
     # tm * tn * KSTEP a turn, in the loop over whole tiles and in the remainder's turn
     assert len(ops(k, "fma")) == 2 * (16 * 16 // 64) * 8
     grid = (-(-m // 16), -(-n // 16))
