@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from math import gcd
 
 from phobos.diagnostics.diagnostic import Diagnostic
-from phobos.lower import lir, memory, placement, scalars
+from phobos.lower import lir, memory, passes, placement, scalars
 from phobos.lower.barriers import Tracker
 from phobos.lower.builder import Builder
 from phobos.lower.errors import NotLowered
@@ -50,24 +50,19 @@ CONVERSIONS = ("f16", "bf16", "f32", "f64", "i8", "i32", "i64", "u8", "u16", "u3
 CTX_SREG = {"block": "ctaid", "blocks": "nctaid"}
 
 
-def lower_kernel(k: hir.Kernel) -> tuple[lir.Kernel | None, list[Diagnostic]]:
-    """Lower a checked kernel; (the lir kernel, []) or (None, the diagnostics)."""
-    lw = Lowering(k)
+def lower_kernel(
+    k: hir.Kernel, chip: str = "sm_90", *, after=None
+) -> tuple[lir.Kernel | None, list[Diagnostic]]:
+    """Lower a checked kernel for `chip`; (the lir kernel, []) or (None, the diagnostics).
+
+    The lowering runs the passes of `phobos.lower.passes`; `after(pass, lowering,
+    output)` is called as each one finishes (the driver keeps their texts with it).
+    """
+    lw = Lowering(k, chip)
     try:
-        return lw.run(), []
+        return lw.run(after), []
     except NotLowered as err:
         return None, [err.diagnostic(lw.b.span or k.span)]
-
-
-def lower_stage(kernels, unit) -> list[lir.Kernel]:
-    """The driver's `lir` stage: every checked kernel lowered."""
-    out = []
-    for k in kernels:
-        lk, diags = lower_kernel(k)
-        unit.diagnostics.extend(diags)
-        if lk is not None:
-            out.append(lk)
-    return out
 
 
 def print_kernels(kernels: list[lir.Kernel]) -> str:
@@ -78,8 +73,9 @@ def print_kernels(kernels: list[lir.Kernel]) -> str:
 class Lowering:
     """The state of one kernel's lowering: the builder, bindings, tiles, shared memory."""
 
-    def __init__(self, k: hir.Kernel):
+    def __init__(self, k: hir.Kernel, chip: str = "sm_90"):
         self.k = k
+        self.chip = chip  # the PTX target: which instructions a statement may lower to
         self.threads = k.threads
         self.idx = index_reg(k.index_width)
         self.params: list[lir.Param] = []
@@ -105,30 +101,12 @@ class Lowering:
 
     # -- the kernel ----------------------------------------------------------
 
-    def run(self) -> lir.Kernel:
-        k = self.k
-        self.b.span = k.span
+    def run(self, after=None) -> lir.Kernel:
+        """The kernel's parameters bound, then each pass of `phobos.lower.passes` in
+        order (`after` as `lower_kernel` says); the lir kernel the last one made."""
+        self.b.span = self.k.span
         self.bind_params()
-        body = placement.normalize(k.body)
-        self.plan = placement.plan(self, body)
-        self.shared, self.smem = self.plan.shared, self.plan.smem
-        self.trap_broken_alignment()
-        self.block(body)
-        launch = getattr(k.attrs, "launch", None)
-        kernel = lir.Kernel(
-            k.name,
-            tuple(self.params),
-            self.b.finish(),
-            threads=k.threads,
-            smem=self.smem,
-            shared=tuple(self.shared),
-            dynamic_smem=bool(getattr(k.attrs, "dynshared", False)),
-            min_blocks=getattr(launch, "min_blocks", None),
-            max_regs=getattr(launch, "max_regs", None),
-            index_width=k.index_width,
-            span=k.span,
-        )
-        return kernel
+        return passes.run(self, after)
 
     def bind_params(self) -> None:
         b = self.b
