@@ -41,8 +41,8 @@ from math import gcd
 
 from phobos.lower import lir, scalars
 from phobos.lower.builder import isub
+from phobos.lower.hirwalk import walk as _walk
 from phobos.lower.lir import Imm, Reg
-from phobos.lower.placement import _walk
 from phobos.lower.types import REG, elem_of
 from phobos.lower.unroll import _escapes
 from phobos.sema import hir
