@@ -1,7 +1,10 @@
 """Compiling one kernel variant for a chip: checked program, lir, PTX and launch contract.
 
-No GPU is needed: this is the compile-only path behind `phobos-compile --chip` and
-`kernel.compile(chip=...)`, and the first half of a GPU launch.
+No GPU is needed: this is the compile-only path behind `kernel.compile(chip=...)`, and
+the first half of a GPU launch. It is a thin layer over the driver's stages
+(`phobos.driver.compile_checked`), which `phobos-compile` and the tuner run too; the
+steps it names (`lower`, `emit`, `contract_of`, `variant_key`, `variant_entry`,
+`CHIPS`) are the driver's.
 
     >>> from phobos.source import SourceFile
     >>> from phobos.syntax.parser import parse
@@ -19,18 +22,21 @@ No GPU is needed: this is the compile-only path behind `phobos-compile --chip` a
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from phobos import log
-from phobos.diagnostics import CompileError, Diagnostic, Label
-from phobos.sema.space import Space
-
-log.configure()
-
-CHIPS = ("sm_80", "sm_90", "sm_90a")
+from phobos.diagnostics import CompileError, Diagnostic
+from phobos.driver import (
+    CHIPS,
+    Options,
+    check_chip,
+    compile_checked,
+    contract_of,
+    emit,
+    lower,
+    variant_entry,
+    variant_key,
+)
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,7 @@ def build_kernel(
     """
     from phobos.sema.check import check_kernel
 
-    _check_chip(chip)
+    check_chip(chip)
     checked, diagnostics = check_kernel(program, name, variant, index_width)
     _raise_errors(diagnostics)
     if checked is None:  # an unknown name always comes with a diagnostic; be safe
@@ -89,114 +95,19 @@ def build_kernel(
 def build_checked(
     checked, *, chip: str = "sm_90", source_key: str | None = None, entry: str | None = None
 ) -> Built:
-    """Lower and emit an already checked kernel (`hir.Kernel`).
+    """Lower and emit an already checked kernel (`hir.Kernel`) through the driver.
 
     `entry` names the PTX `.entry` (default: the kernel's name). With `PHOBOS_DUMP=DIR`
-    set, the hir, lir, PTX and contract are written to `DIR/<kernel>[.<variant>].*`.
+    set, the hir, each lowering pass's text, the lir, the PTX and the contract are
+    written to `DIR/<kernel>[.<variant>].*`.
     """
-    _check_chip(chip)
-    lowered = lower(checked, entry)
-    ptx = emit([lowered], chip)
-    built = Built(checked, lowered, ptx, contract_of(checked, lowered, ptx, chip, source_key))
-    stem = log.kernel_stem(checked.name, variant_key(checked))
-    for artifact, text in built.texts().items():
-        log.dump(stem, artifact, text)
-    return built
-
-
-# ---------------------------------------------------------------------------
-# The steps, shared with the driver's `lir`, `ptx` and `json` stages
-
-
-def variant_key(checked) -> str:
-    """The variant's key (`BLOCK=1024`, `""` without `@autotune`), in the space's order."""
-    variant = dict(checked.variant)
-    space = getattr(checked.attrs, "space", None)
-    if isinstance(space, Space):
-        try:
-            return space.variant_key(variant)
-        except ValueError:
-            pass
-    return ",".join(f"{name}={value}" for name, value in checked.variant)
-
-
-def variant_entry(checked) -> str:
-    """An `.entry` name unique to the variant: `saxpy__BLOCK_16` (the name without one).
-
-    >>> from types import SimpleNamespace as K
-    >>> variant_entry(K(name="mm", variant=(("TILE_M", 32), ("TILE_K", 4)), attrs=None))
-    'mm__TILE_M_32_TILE_K_4'
-    """
-    if not checked.variant:
-        return checked.name
-    parts = (f"{name}_{value}".replace("-", "m") for name, value in checked.variant)
-    return checked.name + "__" + "_".join(parts)
-
-
-def lower(checked, entry: str | None = None):
-    """The lir kernel of a checked kernel, its entry renamed to `entry` if given.
-
-    Raises `CompileError` with the lowering's diagnostics (a construct not lowered yet).
-    The lowering's log lines (`PHOBOS_LOG=debug`) name this kernel and variant.
-    """
-    from phobos.lower.kernel import lower_kernel
-
-    key = variant_key(checked)
-    with log.lowering(f"{checked.name}[{key}]" if key else checked.name):
-        lowered, diagnostics = lower_kernel(checked)
-    _raise_errors(diagnostics)
-    if lowered is None:  # the lowering always says why; be safe
-        raise CompileError([Diagnostic.error("E0500", f"`{checked.name}` was not lowered", None)])
-    if entry is not None and entry != lowered.name:
-        lowered = dataclasses.replace(lowered, name=entry)
-    return lowered
-
-
-def emit(kernels, chip: str) -> str:
-    """The PTX module of lir `kernels` for `chip`; an instruction the chip lacks is a
-    `CompileError` (E0590) at the statement that needs it."""
-    from phobos.ptx import TargetError, emit_module
-
-    try:
-        return emit_module(list(kernels), chip)
-    except TargetError as exc:
-        span = getattr(exc, "span", None)
-        label = Label(span, "needs a newer chip") if span is not None else None
-        raise CompileError([Diagnostic.error("E0590", str(exc), label)]) from None
-
-
-def contract_of(checked, lowered, ptx: str, chip: str, source_key: str | None = None):
-    """The launch contract (`KernelContract`) of one lowered kernel and its PTX.
-
-    The entry is the lir kernel's name; the contract's `name` is the kernel's, unless
-    the entry was renamed for its variant, when it is the entry (names in one contract
-    file are unique).
-    """
-    from phobos.runtime.cache import compiler_fingerprint, entry_key
-    from phobos.runtime.contract import KernelContract
-
-    fingerprint = compiler_fingerprint()
-    variant = dict(checked.variant)
-    key = entry_key(source_key or _sha(ptx), fingerprint, chip, variant)
-    contract = KernelContract.for_kernel(
-        checked,
-        chip=chip,
-        fingerprint=fingerprint,
-        entry=lowered.name,
-        static_smem=0 if lowered.dynamic_smem else lowered.smem,
-        dynamic_smem=lowered.smem if lowered.dynamic_smem else 0,
-        cache_key=str(key),
+    result = compile_checked(
+        [checked], "json", Options(chip=chip), source_key=source_key, entry=entry
     )
-    if lowered.name != checked.name:
-        contract = dataclasses.replace(contract, name=lowered.name)
-    return contract
-
-
-def _check_chip(chip: str) -> None:
-    if chip not in CHIPS:
-        raise CompileError(
-            [Diagnostic.error("E0908", f"unknown chip `{chip}`", None, help=_chips_help())]
-        )
+    _raise_errors(result.diagnostics)
+    (lowered,) = result.artifacts["lir"]
+    (contract,) = result.artifacts["json"].kernels
+    return Built(checked, lowered, result.artifacts["ptx"], contract)
 
 
 def _raise_errors(diagnostics: list[Diagnostic]) -> None:
@@ -205,9 +116,14 @@ def _raise_errors(diagnostics: list[Diagnostic]) -> None:
         raise CompileError(errors)
 
 
-def _chips_help() -> str:
-    return "the chips are " + ", ".join(f"`{c}`" for c in CHIPS)
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+__all__ = [
+    "CHIPS",
+    "Built",
+    "build_checked",
+    "build_kernel",
+    "contract_of",
+    "emit",
+    "lower",
+    "variant_entry",
+    "variant_key",
+]

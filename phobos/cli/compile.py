@@ -1,8 +1,13 @@
 """`phobos-compile`: compile `.ph` and `.py` files to the artifact `--emit` names.
 
-    phobos-compile FILE [FILE...] [--emit ast|ph|py|hir|lir|ptx|json] [-o OUT]
+    phobos-compile FILE [FILE...] [--emit ARTIFACT] [-o OUT]
                    [--chip sm_80|sm_90|sm_90a] [--all-variants] [--check-races]
                    [--jobs N] [--error-format human|json] [--origin MAP] [--explain CODE]
+    phobos-compile --list-passes
+
+`--emit` names a stage's artifact (ast, ph, py, hir, lir, ptx, json) or one of the
+lowering's passes (normalise, place, generate, verify: `--list-passes` says what each
+makes), whose text is printed for every kernel of the file.
 
 `-o K.ptx` (with `--emit ptx`, or with no `--emit` and the `.ptx` suffix) writes the
 PTX and, beside it, `K.json`, the launch contract. Compiling needs no GPU: `--chip`
@@ -34,10 +39,10 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from phobos import driver, spanmap
-from phobos.build import CHIPS
 from phobos.diagnostics import codes
 from phobos.diagnostics.diagnostic import Diagnostic
 from phobos.diagnostics.render import render_human, render_json, summary
+from phobos.driver import CHIPS
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -261,9 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("files", nargs="*", metavar="FILE", help="a .ph or .py file")
     parser.add_argument(
         "--emit",
-        choices=list(driver.STAGES),
+        choices=driver.artifacts(),
         default=None,
-        help="the artifact to write (default: ptx for `-o K.ptx`, else ast)",
+        metavar="ARTIFACT",
+        help="the artifact to write: a stage's (ast, ph, py, hir, lir, ptx, json) or a "
+        "lowering pass's (see --list-passes); default: ptx for `-o K.ptx`, else ast",
     )
     parser.add_argument(
         "-o", dest="output", metavar="OUT", help="write the artifact to OUT (PTX: and OUT's .json)"
@@ -272,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--chip",
         choices=list(CHIPS),
         default="sm_90",
-        help="the chip to emit PTX for; no GPU is needed (default: sm_90)",
+        help="the chip to lower and emit PTX for; no GPU is needed (default: sm_90)",
     )
     parser.add_argument(
         "--all-variants",
@@ -303,6 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="report diagnostics at the Python lines MAP maps the .ph to",
     )
     parser.add_argument("--explain", metavar="CODE", help="explain an error code and exit")
+    parser.add_argument(
+        "--list-passes",
+        action="store_true",
+        help="list the lowering's passes in order, each with what it makes, and exit",
+    )
     return parser
 
 
@@ -347,6 +359,11 @@ def run(
     def body(session, opts) -> int:
         if opts.explain is not None:
             return explain_code(session, opts.explain)
+        if opts.list_passes:
+            from phobos.lower.passes import describe
+
+            session.stdout.write(describe())
+            return EXIT_OK
         if not opts.files:
             raise UsageError("no input files (see `phobos-compile --help`)")
         emit = opts.emit
@@ -355,7 +372,7 @@ def run(
             emit = "ptx" if ptx_out else "ast"
         jobs = opts.jobs
         if jobs is None:
-            from phobos.tune.variants import cpu_count
+            from phobos.workers import cpu_count
 
             jobs = cpu_count()
         options = driver.Options(opts.chip, opts.all_variants, opts.check_races, jobs)

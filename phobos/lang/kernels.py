@@ -308,6 +308,8 @@ class Kernel:
     def compile(self, chip: str = "sm_90", variant: dict[str, int] | None = None):
         """Compile without a GPU: a `phobos.build.Built` (hir, lir, ptx, contract).
 
+        The driver's stages lower and emit it for `chip` (`phobos.driver.compile_checked`,
+        as `phobos-compile` and the tuner do); a launch compiles for its device's chip.
         `variant` defaults to this view's constants (each first choice otherwise).
         A kernel the checker or the lowering refuses raises `KernelCompileError`.
         """

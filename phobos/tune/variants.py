@@ -24,39 +24,22 @@ under the race check is left out with its reason.
     >>> ".entry stage(" in results[0].ptx
     True
 
-Each variant is checked, lowered and race-checked by `compile_variant`, through the
-driver's own `lower_variant`, so a variant the tuner keeps is one `phobos-compile
---all-variants --check-races` emits. `in_processes` runs such work in spawned worker
-processes (never forked: the parent may hold a CUDA context, which a fork cannot
-share); the driver uses it for `phobos-compile --jobs`.
+Each variant is checked, then lowered, race-checked and emitted by `compile_variant`
+through the driver's own stages (`phobos.driver.compile_checked`), so a variant the
+tuner keeps is one `phobos-compile --all-variants --check-races` emits. The variants
+compile in worker processes (`phobos.workers`) when they are enough to pay for them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import multiprocessing
 import os
-import pickle
-import sys
-import threading
 import traceback
-import types
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from concurrent.futures.thread import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
-from phobos.diagnostics import CompileError, Diagnostic
-from phobos.source import SourceFile
-
-# Starting a worker (spawning it, importing the compiler, its first lowering) costs
-# 0.25-0.5 s; a variant costs 5-15 ms to lower and 20-300 ms to race-check. Fewer
-# variants than these are compiled faster in the caller's process.
-MIN_POOL = 4  # race-checked
-MIN_POOL_UNCHECKED = 64  # lowered only
+from phobos.diagnostics import Diagnostic
+from phobos.workers import Failure, cpu_count, in_processes, pool_size
 
 # The codes that say a variant asks the chip for more than it has, by stage; any other
 # error is "compile". Spelled as the tuner's records spell their stages.
@@ -106,22 +89,23 @@ def compile_variants(
 
     `kernel` is a `phobos.lang.Kernel`, or anything with its `program` and `name`.
     `jobs` processes compile (default: one per variant, up to the CPUs this process
-    may use); too few variants to pay for starting them compile here (`workers`).
+    may use); too few variants to pay for starting them compile here
+    (`phobos.workers.pool_size`).
     `progress(done, total)` is called here as each variant finishes. A variant that
     crashes the compiler is left out with an "internal compiler error" reason; the
     others still compile. An `@autotune` attribute the checker refuses raises
     `KernelCompileError`; a variant not in the space, `ValueError`.
     """
-    from phobos import build
+    from phobos.driver import CHIPS
 
-    if chip not in build.CHIPS:
-        raise ValueError(f"unknown chip `{chip}`; the chips are {', '.join(build.CHIPS)}")
+    if chip not in CHIPS:
+        raise ValueError(f"unknown chip `{chip}`; the chips are {', '.join(CHIPS)}")
     space = _space_of(kernel.program, kernel.name)
     chosen = list(space.variants()) if variants is None else variants
     # In the space's order, so the key and the checker see one spelling of each variant.
     chosen = [space.parse_key(space.variant_key(v)) for v in chosen]
     calls = [(kernel.program, kernel.name, v, chip, check_races) for v in chosen]
-    count = workers(len(calls), cpu_count() if jobs is None else jobs, check_races)
+    count = pool_size(len(calls), cpu_count() if jobs is None else jobs, check_races)
     results = in_processes(compile_variant, calls, count, progress)
     out: list[Compiled | LeftOut] = []
     for variant, result in zip(chosen, results, strict=True):
@@ -134,29 +118,24 @@ def compile_variants(
 def compile_variant(
     program, name: str, variant: dict[str, int], chip: str = "sm_90", check_races: bool = True
 ) -> Compiled | LeftOut:
-    """Check, lower, race-check (under `check_races`) and emit one variant of kernel
-    `name` of `program`; the work of one worker. `variant` is in the space's order."""
-    from phobos import build, driver
-    from phobos.runtime.contract import Contract
+    """Check one variant of kernel `name` of `program`, then lower, race-check (under
+    `check_races`) and emit it by the driver's stages; the work of one worker.
+    `variant` is in the space's order."""
+    from phobos import driver
     from phobos.sema.check import check_kernel
 
     key = ",".join(f"{n}={v}" for n, v in variant.items())
     checked, diags = check_kernel(program, name, variant)
     if checked is None or _errors(diags):
         return left_out(variant, key, diags)
-    lowering = driver.lower_variant(checked, None, check_races)
-    if lowering.lir is None:
-        return left_out(variant, key, lowering.errors)
-    if _errors(lowering.races):
-        return left_out(variant, key, lowering.races)
+    options = driver.Options(chip=chip, check_races=check_races)
     try:
-        ptx = build.emit([lowering.lir], chip)
-    except CompileError as exc:
-        return left_out(variant, key, exc.diagnostics)
-    contract = build.contract_of(checked, lowering.lir, ptx, chip)
-    built = build.Built(checked, lowering.lir, ptx, contract)
-    _dump(built, key)
-    return Compiled(variant, key, ptx, Contract((contract,)).to_json())
+        result = driver.compile_checked([checked], "json", options)
+    except driver.InternalCompilerError as ice:
+        raise ice.error from None  # the bug itself, for the variant's report
+    if not result.ok:
+        return left_out(variant, key, result.diagnostics)
+    return Compiled(variant, key, result.artifacts["ptx"], result.text)
 
 
 def left_out(variant: dict[str, int], key: str, diags: Sequence[Diagnostic]) -> LeftOut:
@@ -193,219 +172,6 @@ def report(results: Sequence[Compiled | LeftOut]) -> str:
             said = f"left out: {result.stage}: {result.reason}"
         lines.append(f"{key.ljust(width)}  {said}")
     return "\n".join(lines)
-
-
-def workers(variants: int, jobs: int, check_races: bool) -> int:
-    """The processes worth starting to compile `variants` variants with at most `jobs`:
-    1 (the caller's own) when they are too few to pay for starting any.
-
-    >>> workers(25, 16, True), workers(3, 16, True), workers(25, 16, False)
-    (16, 1, 1)
-    """
-    least = MIN_POOL if check_races else MIN_POOL_UNCHECKED
-    return 1 if variants < least else max(1, min(jobs, variants))
-
-
-def cpu_count() -> int:
-    """The CPUs this process may run on (a container's share, not the machine's)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-# ---------------------------------------------------------------------------
-# Worker processes
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A call that did not return: it raised `error`, or its process died
-    (`BrokenProcessPool`)."""
-
-    error: BaseException
-
-
-def in_processes(
-    work: Callable[..., Any],
-    calls: Sequence[tuple],
-    jobs: int,
-    progress: Callable[[int, int], None] | None = None,
-    *,
-    pool: Callable[[int], Executor] | None = None,
-) -> list[Any]:
-    """`work(*call)` for each call, in the calls' order, run by `jobs` worker processes;
-    a call that raises or whose process dies gives a `Failure`, the others still run.
-
-    `work` is a module-level function (a worker imports it by name); a call's
-    arguments and result travel pickled, and every `SourceFile` among them comes back
-    as the caller's own object, so a diagnostic's span still points into the file it
-    was found in. One job, or `PHOBOS_LOG` set (so the lowering's lines come in
-    order), runs here instead. `pool(jobs)` makes the executor (default: spawned
-    processes).
-
-    >>> in_processes(pow, [(2, 3), (2, 10)], jobs=1)
-    [8, 1024]
-    """
-    total = len(calls)
-    if jobs <= 1 or total <= 1 or os.environ.get("PHOBOS_LOG"):
-        return _here(work, calls, progress)
-    results: list[Any] = [None] * total
-    done = 0
-    lock = threading.Lock()  # the calls run alone report from threads of their own
-
-    def finished(index: int, value) -> None:
-        nonlocal done
-        with lock:
-            results[index] = value
-            done += 1
-            if progress is not None:
-                progress(done, total)
-
-    lost = _in_pool(work, calls, range(total), min(jobs, total), pool or _spawn_pool, finished)
-    # A process that died took down the pool, and the calls it was running with it:
-    # run each of those alone, so one that kills its process again fails by itself.
-    if lost:
-        _alone(work, calls, lost, min(jobs, len(lost)), pool or _spawn_pool, finished)
-    return results
-
-
-def _here(work, calls, progress) -> list[Any]:
-    results = []
-    for call in calls:
-        try:
-            results.append(work(*call))
-        except Exception as exc:
-            results.append(Failure(exc))
-        if progress is not None:
-            progress(len(results), len(calls))
-    return results
-
-
-def _in_pool(work, calls, indices, jobs: int, pool, finished) -> list[int]:
-    """Run `calls[i]` for each index in one pool of `jobs`; the indices whose process died."""
-    lost: list[int] = []
-    futures: dict[Future, int] = {}
-    files: dict[int, list[SourceFile]] = {}
-    executor = pool(jobs)
-    try:
-        with _main_left_alone():
-            for i in indices:
-                data, files[i] = _encode(calls[i])
-                try:
-                    future = executor.submit(
-                        _remote, work, data, [(f.name, f.text) for f in files[i]]
-                    )
-                except BrokenProcessPool:  # a worker died before every call was handed out
-                    lost.append(i)
-                    continue
-                futures[future] = i
-        for future in _as_done(futures):
-            i = futures[future]
-            error = future.exception()
-            if isinstance(error, BrokenProcessPool):
-                lost.append(i)
-            elif error is not None:
-                finished(i, Failure(error))
-            else:
-                finished(i, _loads(future.result(), files[i]))
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-    return sorted(lost)
-
-
-def _alone(work, calls, indices, jobs: int, pool, finished) -> None:
-    """Each of `indices` in a pool of its own, `jobs` at a time."""
-
-    def one(i: int) -> None:
-        if _in_pool(work, calls, [i], 1, pool, finished):
-            finished(i, Failure(BrokenProcessPool("the compiler's process died")))
-
-    with ThreadPoolExecutor(jobs) as threads:
-        for future in [threads.submit(one, i) for i in indices]:
-            future.result()
-
-
-def _as_done(futures: dict[Future, int]) -> Iterator[Future]:
-    pending = set(futures)
-    while pending:
-        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-        yield from sorted(finished, key=futures.__getitem__)
-
-
-def _spawn_pool(jobs: int) -> Executor:
-    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
-
-
-@contextlib.contextmanager
-def _main_left_alone() -> Iterator[None]:
-    """Start workers without running the caller's main script in them.
-
-    A spawned worker runs the parent's `__main__` file again unless the script keeps its
-    work under `if __name__ == "__main__"`; a script that tunes at its top level would
-    then tune (and open the GPU) in every worker, and fail there. The workers need only
-    the compiler, so while they start, `__main__` is an empty module.
-    """
-    main = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = main
-
-
-# A call's arguments and result travel with every SourceFile replaced by its index in a
-# table of (name, text) sent beside it; the worker rebuilds each file once, and the
-# result's spans come back pointing into the caller's own files (a SourceFile compares
-# by identity: a copy would be another file to a span map or a duplicate check).
-
-
-class _Pickler(pickle.Pickler):
-    def __init__(self, handle, files: list[SourceFile], grow: bool):
-        super().__init__(handle, protocol=pickle.HIGHEST_PROTOCOL)
-        self.files = files
-        self.index = {id(f): i for i, f in enumerate(files)}
-        self.grow = grow
-
-    def persistent_id(self, obj):
-        if not isinstance(obj, SourceFile):
-            return None
-        found = self.index.get(id(obj))
-        if found is None and self.grow:
-            found = self.index[id(obj)] = len(self.files)
-            self.files.append(obj)
-        return found
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, handle, files: list[SourceFile]):
-        super().__init__(handle)
-        self.files = files
-
-    def persistent_load(self, pid):
-        return self.files[pid]
-
-
-def _dumps(value, files: list[SourceFile], grow: bool) -> bytes:
-    handle = io.BytesIO()
-    _Pickler(handle, files, grow).dump(value)
-    return handle.getvalue()
-
-
-def _loads(data: bytes, files: list[SourceFile]):
-    return _Unpickler(io.BytesIO(data), files).load()
-
-
-def _encode(call: tuple) -> tuple[bytes, list[SourceFile]]:
-    """The call pickled, and the caller's files it refers to, in the order of the table."""
-    files: list[SourceFile] = []
-    return _dumps(call, files, grow=True), files
-
-
-def _remote(work, data: bytes, table: list[tuple[str, str]]) -> bytes:
-    """In a worker: run `work` on the call `data` holds; its result, encoded."""
-    files = [SourceFile(name, text) for name, text in table]
-    return _dumps(work(*_loads(data, files)), files, grow=False)
 
 
 def _crashed(name: str, variant: dict[str, int], key: str, failure: Failure) -> LeftOut:
@@ -446,13 +212,3 @@ def _space_of(program, name: str):
 
 def _errors(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
     return [d for d in diags if d.severity == "error"]
-
-
-def _dump(built, key: str) -> None:
-    """Under `PHOBOS_DUMP`, the variant's hir, lir, PTX and contract, as a build writes them."""
-    from phobos import log
-
-    if os.environ.get("PHOBOS_DUMP"):
-        stem = log.kernel_stem(built.hir.name, key)
-        for artifact, text in built.texts().items():
-            log.dump(stem, artifact, text)

@@ -8,15 +8,13 @@ import importlib.util
 import os
 import subprocess
 import sys
-from concurrent.futures import Future
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
 
 from phobos.runtime.contract import Contract
 from phobos.tune import variants
-from phobos.tune.variants import Compiled, Failure, LeftOut, compile_variants, report
+from phobos.tune.variants import Compiled, LeftOut, compile_variants, report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,63 +124,6 @@ def test_a_compiler_crash_is_a_left_out_variant(spill, monkeypatch):
     assert "this is a bug in Phobos" in crash.detail and "Traceback" not in crash.detail
     assert "variant W=1024 of `spill`" in crash.detail
     assert isinstance(results[0], Compiled) and results[2].stage == "race"
-
-
-def _dies_on_three(n: int) -> int:
-    """A worker's work: its process dies on 3, it raises on 5."""
-    if n == 3:
-        os._exit(7)
-    if n == 5:
-        raise RuntimeError("five")
-    return n * 10
-
-
-def test_a_dead_worker_fails_its_own_call_and_the_others_complete():
-    seen = []
-    results = variants.in_processes(
-        _dies_on_three, [(n,) for n in range(7)], jobs=2, progress=lambda d, t: seen.append(d)
-    )
-    assert [results[n] for n in (0, 1, 2, 4, 6)] == [0, 10, 20, 40, 60]
-    assert isinstance(results[3], Failure) and isinstance(results[3].error, BrokenProcessPool)
-    assert isinstance(results[5], Failure) and str(results[5].error) == "five"
-    assert sorted(seen) == list(range(1, 8))
-
-
-class _BreaksOn:
-    """An executor that runs each call at once, here, except that the pool breaks on
-    `bad` (and on every call handed to it after that), as when a worker dies."""
-
-    def __init__(self, bad: int):
-        self.bad = bad
-        self.broken = False
-
-    def submit(self, fn, work, data, table):
-        future: Future = Future()
-        files = [variants.SourceFile(name, text) for name, text in table]
-        _, n = variants._loads(data, files)
-        self.broken = self.broken or n == self.bad
-        if self.broken:
-            future.set_exception(BrokenProcessPool("a worker died"))
-        else:
-            future.set_result(fn(work, data, table))
-        return future
-
-    def shutdown(self, wait=True, cancel_futures=False):
-        pass
-
-
-def test_the_calls_a_broken_pool_took_down_are_run_again_alone():
-    pools = []
-
-    def pool(jobs):
-        pools.append(jobs)
-        return _BreaksOn(bad=2)
-
-    results = variants.in_processes(pow, [(2, n) for n in range(5)], jobs=3, pool=pool)
-    assert results[:2] == [1, 2]
-    assert isinstance(results[2], Failure)  # broke its own pool again
-    assert results[3:] == [8, 16]  # lost with the first pool, fine alone
-    assert pools == [3, 1, 1, 1]
 
 
 def test_a_script_that_compiles_at_its_top_level_is_not_run_again_by_the_workers(tmp_path):
