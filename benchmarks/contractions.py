@@ -30,14 +30,10 @@ from examples.flash_attention import flash_attention  # noqa: E402
 from examples.kda import kda  # noqa: E402
 from examples.sgemm import matmul  # noqa: E402
 
-SGEMM_TILES = [
-    (128, 128, 8),
-    (128, 128, 16),
-    (128, 128, 32),
-    (128, 64, 16),
-    (64, 128, 16),
-    (64, 64, 16),
-]
+# The example's tile choices that fit 48 KB with their accumulators in registers and keep
+# `@pipeline` true (128x128x32 measured 3.27 ms in run 18, before the ring; its two stages
+# need 64 KB, so `@pipeline` now refuses it: E0503).
+SGEMM_TILES = [(128, 128, 8), (128, 128, 16), (128, 64, 16), (64, 128, 16), (64, 64, 16)]
 FLASH_TILES = [(32, 32), (32, 64)]
 
 

@@ -484,6 +484,8 @@ class Lowering:
                 else:
                     pre = None
         self.prefetch = pre
+        if pre is not None:
+            self.pipelined = True  # `@pipeline` holds (`pipeline.check_asserted`)
         try:
             yield ring
         finally:

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from phobos.lower import lir, placement
+from phobos.lower import lir, pipeline, placement
 from phobos.lower.verify import verify as verify_lir
 from phobos.sema import hir
 
@@ -72,6 +72,7 @@ def _generate(lw, made: dict[str, Any]) -> lir.Kernel:
     k = lw.k
     lw.trap_broken_alignment()
     lw.block(made["normalise"])
+    pipeline.check_asserted(lw)  # `@pipeline` asserts that some loop was staged ahead
     launch = getattr(k.attrs, "launch", None)
     return lir.Kernel(
         k.name,

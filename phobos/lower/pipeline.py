@@ -33,6 +33,7 @@ import logging
 from dataclasses import dataclass
 
 from phobos.lower import scalars
+from phobos.lower.errors import NotLowered
 from phobos.lower.layout import Sweep
 from phobos.lower.lir import If, Imm, Reg
 from phobos.lower.prefetch import _expand
@@ -168,3 +169,21 @@ class Ring:
         finally:
             lw.env[self.loop.var] = saved
             tile.base = saved_base
+
+
+def check_asserted(lw) -> None:
+    """`@pipeline` is an assertion (SPEC.md "Attributes"): refuse the variant (E0503,
+    at the attribute) when no loop of it was staged a turn ahead."""
+    if not getattr(lw.k.attrs, "pipeline", False) or getattr(lw, "pipelined", False):
+        return
+    span = getattr(lw.k.attrs, "spans", {}).get("pipeline") or lw.k.span
+    raise NotLowered(
+        "`@pipeline`",
+        span,
+        code="E0503",
+        message="`@pipeline` finds nothing to pipeline: no loop stages its next turn ahead",
+        note="a loop qualifies when its bounds are uniform, its step constant, and a turn "
+        "stages a tensor slice into a tile only the turn reads (`var a = A[.., kt :+ TK]`); "
+        "its stages must fit the shared memory",
+        help="remove `@pipeline`, or see why with `PHOBOS_LOG=debug`",
+    )

@@ -43,7 +43,7 @@ kernel k(A: tensor<f32>[M, N], B: tensor<f32>[M, N]) {
 
 
 def test_codes_have_explanations():
-    for code in ("E0500", "E0501", "E0502"):
+    for code in ("E0500", "E0501", "E0502", "E0503"):
         assert title(code)
 
 
@@ -59,3 +59,32 @@ kernel k(x: tensor<f32>[N]) {
     assert result.ok, [d.message for d in result.diagnostics]
     assert result.text.startswith("kernel k(%x: u64, %N: s32) threads=256")
     assert "ld.global.v4.f32" in result.text
+
+
+def test_pipeline_with_nothing_to_pipeline_is_refused_at_the_attribute():
+    hk = checked("""
+@pipeline
+kernel k(A: tensor<f32>[M, N], B: tensor<f32>[M, N]) {
+  B[0 :+ 16, 0 :+ 16] = A[0 :+ 16, 0 :+ 16]
+}""")
+    k, diags = lower_kernel(hk)
+    assert k is None
+    [d] = diags
+    assert d.code == "E0503" and "`@pipeline` finds nothing to pipeline" in d.message
+    assert line_of(d) == 2
+
+
+def test_pipeline_holds_where_a_loop_stages_ahead():
+    hk = checked("""
+@pipeline
+kernel k(A: tensor<f32>[M, K], B: tensor<f32>[K, 16], C: tensor<f32>[M, 16]) {
+  var acc: tile<f32>[16, 16] = 0.0
+  for kt in range(0, K, 8) {
+    var a = A[0 :+ 16, kt :+ 8]
+    var b = B[kt :+ 8, 0 :+ 16]
+    acc += dot(a, b)
+  }
+  C[0 :+ 16, 0 :+ 16] = acc
+}""")
+    k, diags = lower_kernel(hk)
+    assert k is not None, [d.message for d in diags]
