@@ -449,14 +449,19 @@ class Lowering:
         lo, hi, step = (_reg_or_imm(b, v, t) for v in (lo, hi, step))
         varying = max(s.lo.uni, s.hi.uni, getattr(s.step, "uni", hir.UNIFORM)) != hir.UNIFORM
         with self.prefetching(s, lo, hi, step, varying) as ring:
-            with self.tracker.loop(s.body, varying):
-                with b.region() as body:
-                    if ring is not None:
-                        ring.top()
-                    self.block(s.body)
-                    if ring is not None:
-                        ring.bottom()
-        b.add(lir.For(var, lo, hi, step, body.block, span=s.span))
+            body = self.loop_body(s.body, varying, ring)
+        b.add(lir.For(var, lo, hi, step, body, span=s.span))
+
+    def loop_body(self, body: hir.Block, varying: bool, ring=None) -> lir.Block:
+        """A loop's body lowered as one turn: opened and closed by its cp.async ring."""
+        with self.tracker.loop(body, varying):
+            with self.b.region() as turn:
+                if ring is not None:
+                    ring.top()
+                self.block(body)
+                if ring is not None:
+                    ring.bottom()
+        return turn.block
 
     @contextmanager
     def prefetching(self, s: hir.For, lo, hi, step, varying: bool):

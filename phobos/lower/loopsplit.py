@@ -128,16 +128,10 @@ def lower_split(lw, s: hir.For) -> bool:
     lw.whole_tiles[s.var] = (lw.dims[dim].name, step)
     try:
         with lw.prefetching(s, lo, whole_hi, Imm(step, t), _varying(s)) as ring:
-            with lw.tracker.loop(s.body, _varying(s)):
-                with b.region() as body:
-                    if ring is not None:
-                        ring.top()
-                    lw.block(s.body)
-                    if ring is not None:
-                        ring.bottom()
+            body = lw.loop_body(s.body, _varying(s), ring)
     finally:
         del lw.whole_tiles[s.var]
-    b.add(lir.For(var, lo, whole_hi, Imm(step, t), body.block, span=s.span))
+    b.add(lir.For(var, lo, whole_hi, Imm(step, t), body, span=s.span))
     span_rem = _rem(lw, isub(b, t, hi, lo), step, t)
     start = isub(b, t, hi, span_rem)
     if isinstance(start, Imm):

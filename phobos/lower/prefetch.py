@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from phobos.lower import scalars
 from phobos.lower.layout import Sweep
 from phobos.lower.lir import If, Imm
-from phobos.lower.placement import ELEMENTWISE, _walk
+from phobos.lower.placement import ELEMENTWISE, _walk, written_tensors
 from phobos.lower.sweep import UNROLL, State, Sweeper, points
 from phobos.lower.types import REG, elem_of
 from phobos.sema import hir
@@ -90,7 +90,7 @@ class Prefetcher:
         value = _expand(st.value, views)
         if not _elementwise(value):
             return
-        written = _written(lw.k.body)
+        written = written_tensors(lw.k.body)
         for node in _walk(value):
             if isinstance(node, hir.Ref):
                 sym = node.sym
@@ -234,17 +234,3 @@ def _elementwise_base(e) -> bool:
     while isinstance(e, hir.Slice):
         e = e.base
     return isinstance(e, hir.Ref) and isinstance(e.sym.type, hir.TensorT) and e.sym.kind == "param"
-
-
-def _written(body) -> set:
-    """The tensor parameters some statement of the kernel writes (through any view)."""
-    from phobos.lower.placement import _WRITERS, _root
-
-    views = {n.sym: n.value for n in _walk(body) if isinstance(n, hir.Let)}
-    out = set()
-    for n in _walk(body):
-        if isinstance(n, hir.Assign):
-            out.add(_root(n.target, views))
-        elif isinstance(n, hir.Builtin) and n.name in _WRITERS:
-            out.update(_root(a, views) for a in n.args)
-    return out
