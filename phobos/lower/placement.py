@@ -301,17 +301,23 @@ def _hoist(e, out):
         return e
     if isinstance(e, hir.Builtin) and e.name in REDUCTIONS + shape_ops.HOISTED + CONTRACTIONS:
         red = _top(e, out)
-        tmp = hir.Sym(f"{e.name}_{next(_temp_ids)}", -next(_temp_ids), "var", e.type, e.uni)
+        tmp = _temp(e.name, e.type, e.uni)
         out.append(hir.VarDecl(tmp, red, span=e.span))
         return hir.Ref(tmp, e.type, e.uni, span=e.span)
+    return map_operands(e, lambda a: _hoist(a, out))
+
+
+def map_operands(e, f):
+    """`e` with `f` applied to each operand, where `e` is an elementwise operation (a
+    binary, unary or conversion, or an `ELEMENTWISE` built-in); else `e` itself."""
     if isinstance(e, hir.Binary):
-        return replace(e, left=_hoist(e.left, out), right=_hoist(e.right, out))
+        return replace(e, left=f(e.left), right=f(e.right))
     if isinstance(e, hir.Unary):
-        return replace(e, operand=_hoist(e.operand, out))
+        return replace(e, operand=f(e.operand))
     if isinstance(e, hir.Convert):
-        return replace(e, value=_hoist(e.value, out))
+        return replace(e, value=f(e.value))
     if isinstance(e, hir.Builtin) and e.name in ELEMENTWISE:
-        return replace(e, args=tuple(_hoist(a, out) for a in e.args))
+        return replace(e, args=tuple(f(a) for a in e.args))
     return e
 
 

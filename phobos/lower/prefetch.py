@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from phobos.lower import scalars
 from phobos.lower.layout import Sweep
 from phobos.lower.lir import If, Imm
-from phobos.lower.placement import ELEMENTWISE, _walk, written_tensors
+from phobos.lower.placement import ELEMENTWISE, _walk, map_operands, written_tensors
 from phobos.lower.sweep import UNROLL, State, Sweeper, points
 from phobos.lower.types import REG, elem_of
 from phobos.sema import hir
@@ -200,15 +200,7 @@ def _expand(e, views):
         return _expand(views[e.sym], views)
     if isinstance(e, hir.Slice):
         return replace(e, base=_expand(e.base, views))
-    if isinstance(e, hir.Binary):
-        return replace(e, left=_expand(e.left, views), right=_expand(e.right, views))
-    if isinstance(e, hir.Unary):
-        return replace(e, operand=_expand(e.operand, views))
-    if isinstance(e, hir.Convert):
-        return replace(e, value=_expand(e.value, views))
-    if isinstance(e, hir.Builtin) and e.name in ELEMENTWISE:
-        return replace(e, args=tuple(_expand(a, views) for a in e.args))
-    return e
+    return map_operands(e, lambda a: _expand(a, views))
 
 
 def _elementwise(e) -> bool:

@@ -5,7 +5,6 @@ which no fma can fuse), at every width and over CTAs of several warps."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -26,23 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "lower"))
 
 import test_lower_collective_folds as forms  # noqa: E402
-
-from phobos.syntax.pyprinter import print_python  # noqa: E402
-
-
-def from_ph(source: str, tmp_path: Path, name: str):
-    """The kernel `k` of `.ph` source, through its Python spelling."""
-    from phobos.source import SourceFile
-    from phobos.syntax.parser import parse
-
-    program, diags = parse(SourceFile("k.ph", source))
-    assert not diags
-    path = tmp_path / f"{name}.py"
-    path.write_text(print_python(program))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.k
+from lowerkit import python_kernel  # noqa: E402
 
 
 def both(kernel, grid, arrays: dict):
@@ -58,7 +41,7 @@ def both(kernel, grid, arrays: dict):
 @pytest.mark.parametrize("t", ["f32", "i32", "f64"])
 @pytest.mark.parametrize("width", [4, 8, 16, 32])
 def test_lane_folds(width, t, tmp_path):
-    kern = from_ph(forms.lane_kernel(width, t), tmp_path, f"lane{width}{t}")
+    kern = python_kernel(forms.lane_kernel(width, t), tmp_path, f"lane{width}{t}")
     n = 1024
     a = forms.values(n, forms.DTYPES[t])
     a[100:104] = a[200] = np.nan if t != "i32" else a[100]
@@ -71,7 +54,7 @@ def test_lane_folds(width, t, tmp_path):
 @pytest.mark.parametrize(("threads", "t"), [(64, "f32"), (96, "f32"), (1024, "f32"),
                                             (256, "i32"), (256, "f64"), (256, "i64")])  # fmt: skip
 def test_cta_folds(threads, t, tmp_path):
-    kern = from_ph(forms.cta_kernel(threads, t, "bits" if "i" in t else "add"), tmp_path,
+    kern = python_kernel(forms.cta_kernel(threads, t, "bits" if "i" in t else "add"), tmp_path,
                    f"cta{threads}{t}")  # fmt: skip
     blocks = 8  # extents are multiples of 4
     a = forms.values(blocks * threads, forms.DTYPES[t], ties=False)

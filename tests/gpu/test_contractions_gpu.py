@@ -8,7 +8,6 @@ The forms' kernels are the CPU tests' own `.ph` sources, put in the Python spell
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -29,28 +28,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "lower"))
 
 import test_lower_contractions as forms  # noqa: E402
+from lowerkit import python_kernel  # noqa: E402
 
 from examples.flash_attention import flash_attention  # noqa: E402
 from examples.kda import kda  # noqa: E402
 from examples.sgemm import matmul  # noqa: E402
-from phobos.syntax.pyprinter import print_python  # noqa: E402
 
 rng = np.random.default_rng()
-
-
-def from_ph(source: str, tmp_path: Path, name: str):
-    """The kernel `k` of `.ph` source, through its Python spelling."""
-    from phobos.source import SourceFile
-    from phobos.syntax.parser import parse
-
-    program, diags = parse(SourceFile("k.ph", source))
-    assert not diags
-    path = tmp_path / f"{name}.py"
-    path.write_text(print_python(program))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.k
 
 
 def both(kernel, grid, arrays: dict, scalars=()):
@@ -78,7 +62,7 @@ def close(got, want, rtol, atol):
 
 @pytest.mark.parametrize("m, n, k", [(32, 32, 16), (20, 28, 12), (100, 36, 44)])
 def test_gemm_form(m, n, k, tmp_path):
-    kern = from_ph(forms.GEMM, tmp_path, "gemm")
+    kern = python_kernel(forms.GEMM, tmp_path, "gemm")
     got, want = both(kern, (-(-m // 16), -(-n // 16)), {"A": f32(m, k), "B": f32(k, n),
                                                          "C": nan(m, n)})  # fmt: skip
     close(got["C"], want["C"], 2e-5, 2e-5)
@@ -86,14 +70,14 @@ def test_gemm_form(m, n, k, tmp_path):
 
 @pytest.mark.parametrize("nq, nk", [(32, 48), (20, 36), (100, 300)])
 def test_attention_form(nq, nk, tmp_path):
-    kern = from_ph(forms.ATTENTION, tmp_path, "attention")
+    kern = python_kernel(forms.ATTENTION, tmp_path, "attention")
     arrays = {"Q": f32(nq, 16), "K": f32(nk, 16), "V": f32(nk, 16), "O": nan(nq, 16)}
     got, want = both(kern, (-(-nq // 16),), arrays, (0.25,))
     close(got["O"], want["O"], 1e-4, 1e-5)
 
 
 def test_f16_form(tmp_path):
-    kern = from_ph(forms.HALF, tmp_path, "half")
+    kern = python_kernel(forms.HALF, tmp_path, "half")
     a = rng.standard_normal((40, 32)).astype(np.float16)
     b = rng.standard_normal((32, 28)).astype(np.float16)
     got, want = both(kern, (2,), {"A": a, "B": b, "C": nan(40, 28, dtype=np.float16)})
@@ -101,10 +85,10 @@ def test_f16_form(tmp_path):
 
 
 def test_reduced_and_small_forms(tmp_path):
-    kern = from_ph(forms.REDUCED, tmp_path, "reduced")
+    kern = python_kernel(forms.REDUCED, tmp_path, "reduced")
     got, want = both(kern, (1,), {"X": f32(64, 16), "Y": f32(64, 16), "R": nan(64, 1)})
     close(got["R"], want["R"], 2e-5, 2e-5)
-    kern = from_ph(forms.SMALL, tmp_path, "small")
+    kern = python_kernel(forms.SMALL, tmp_path, "small")
     arrays = {"X": f32(8, 4), "Y": f32(4, 8), "Z": nan(8, 8), "W": nan(1, 1)}
     got, want = both(kern, (1,), arrays)
     close(got["Z"], want["Z"], 2e-5, 2e-5)
@@ -112,11 +96,11 @@ def test_reduced_and_small_forms(tmp_path):
 
 
 def test_i8_and_padded_forms(tmp_path):
-    kern = from_ph(forms.INT8, tmp_path, "int8")
+    kern = python_kernel(forms.INT8, tmp_path, "int8")
     a, b = (rng.integers(-128, 128, (16, 12)).astype(np.int8) for _ in range(2))
     got, want = both(kern, (1,), {"A": a, "B": b, "C": np.full((16, 16), -7, np.int32)})
     np.testing.assert_array_equal(got["C"], want["C"])
-    kern = from_ph(forms.PADDED, tmp_path, "padded")
+    kern = python_kernel(forms.PADDED, tmp_path, "padded")
     got, want = both(kern, (2,), {"A": f32(24, 32), "B": f32(32, 16), "C": nan(24, 16)})
     close(got["C"], want["C"], 2e-5, 2e-5)
 

@@ -4,7 +4,6 @@ interpreter gives, bit for bit, on bytes of every sign."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -22,23 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "lower"))
 
 import test_lower_narrow_reads as forms  # noqa: E402
-
-from phobos.syntax.pyprinter import print_python  # noqa: E402
-
-
-def from_ph(source: str, tmp_path: Path, name: str):
-    """The kernel `k` of `.ph` source, through its Python spelling."""
-    from phobos.source import SourceFile
-    from phobos.syntax.parser import parse
-
-    program, diags = parse(SourceFile("k.ph", source))
-    assert not diags
-    path = tmp_path / f"{name}.py"
-    path.write_text(print_python(program))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.k
+from lowerkit import python_kernel  # noqa: E402
 
 
 def agree_on_card(kernel, grid, arrays, to_device):
@@ -53,14 +36,14 @@ def agree_on_card(kernel, grid, arrays, to_device):
 
 @pytest.mark.parametrize("t", ["i8", "u8"])
 def test_the_spec_f16bits_example(t, tmp_path, to_device):
-    k = from_ph(forms.HALF_PH.format(t=t), tmp_path, f"half_{t}")
+    k = python_kernel(forms.HALF_PH.format(t=t), tmp_path, f"half_{t}")
     b = forms.byte_pairs(np.int8 if t == "i8" else np.uint8)
     host = agree_on_card(k, (forms.N,), {"B": b, "Y": np.zeros(forms.N, np.float16)}, to_device)
     assert np.array_equal(host["Y"].view(np.uint16), forms.halves(b).view(np.uint16))
 
 
 def test_reads_widen(tmp_path, to_device):
-    k = from_ph(forms.WIDE.format(y="i32"), tmp_path, "wide")
+    k = python_kernel(forms.WIDE.format(y="i32"), tmp_path, "wide")
     agree_on_card(k, (forms.N,), forms.wide_arrays(np.int32), to_device)
 
 
@@ -69,11 +52,11 @@ def test_elem_stores_and_tile_points(tmp_path, to_device):
     q = rng.integers(-128, 128, (32, 16)).astype(np.int8)
     p = rng.integers(0, 256, (32, 16)).astype(np.uint8)
     h = rng.integers(0, 1 << 16, (32, 8)).astype(np.uint16)
-    k = from_ph(forms.ELEM, tmp_path, "elem")
+    k = python_kernel(forms.ELEM, tmp_path, "elem")
     arrays = {"Q": q, "P": p, "H": h, "Y": np.zeros((32, 6), np.int32)}
     agree_on_card(k, (1,), arrays, to_device)
-    k = from_ph(forms.STORES, tmp_path, "stores")
+    k = python_kernel(forms.STORES, tmp_path, "stores")
     agree_on_card(k, (1,), {"I": q, "B": p, "Y": np.zeros(32, np.int32)}, to_device)
-    k = from_ph(forms.TILE_POINTS, tmp_path, "tiles")
+    k = python_kernel(forms.TILE_POINTS, tmp_path, "tiles")
     arrays = {"B": p[:, :8].copy(), "I": q[:, :8].copy(), "Y": np.zeros((32, 2), np.int32)}
     agree_on_card(k, (1,), arrays, to_device)

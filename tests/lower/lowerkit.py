@@ -39,6 +39,25 @@ def lowered(source: str, name: str = "k", variant=None, index_width=32):
     return hk, k
 
 
+def python_kernel(source: str, folder, name: str):
+    """The kernel `k` of `.ph` source, through its Python spelling (`ph2py`'s printer),
+    written to `folder/name.py` and imported: the card's tests run the CPU tests' own
+    kernels this way."""
+    import importlib.util
+    from pathlib import Path
+
+    from phobos.syntax.pyprinter import print_python
+
+    program, diags = parse(SourceFile("k.ph", source))
+    assert not diags, [d.message for d in diags]
+    path = Path(folder) / f"{name}.py"
+    path.write_text(print_python(program))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.k
+
+
 def text(k) -> str:
     return lir.print_kernel(k)
 
