@@ -106,7 +106,9 @@ BITS = {"and", "or", "xor", "not", "shl", "shr", "popc", "prmt", "dp4a"}
 # and select by predicate.
 COMPARE = {"setp", "selp"}
 # Conversions: attrs from_type, type, and rounding (rn rz rni rzi rmi rpi) or sat.
-CONVERT = {"cvt", "mov", "bitcast"}
+# `%w = cvt_x2.rn.f16.f32 %lo, %hi` rounds two f32 into the halves of a b32 word, the
+# low half first as in `mov`'s packing form (PTX's cvt.rn.f16x2.f32 takes them high first).
+CONVERT = {"cvt", "mov", "bitcast", "cvt_x2"}
 # Approximate math (SPEC.md "Elementwise"): ex2.approx, lg2.approx, ...
 MATH = {"ex2", "lg2", "sqrt", "rsqrt", "rcp", "tanh", "sin", "cos"}
 # Memory: ld/st with space and vector width; atomics with an `op` attr.
@@ -125,11 +127,22 @@ TRAP = {"trap"}
 # `cp_async_wait` (attr `pending`) waits until at most `pending` of the thread's committed
 # groups are unfinished. A copy's bytes are in shared memory only after such a wait.
 ASYNC = {"cp_async", "cp_async_commit", "cp_async_wait"}
+# Tensor cores (sm_80), warp-collective: the 32 lanes of a warp run each of these together
+# (`phobos.lower.fragments` says which lane holds which element).
+# `%r0[, %r1, %r2, %r3] = ldmatrix.shared.b16 %addr  [trans=1]` loads 1, 2 or 4 8 x 8
+# matrices of b16, each lane giving one row's u32 shared address (lanes 0-7 matrix 0's
+# rows, 8-15 matrix 1's, ...), each register two elements of its matrix (`.trans`: a
+# column pair). `%d.. = mma.f32.f16 %a.., %b.., %c..  [shape=m16n8k16]` is mma.sync,
+# D = A @ B + C: `type` is C's and D's element type, `from_type` A's and B's.
+# `wmma_load` (attrs `matrix` a, b or c, `layout` row or col), `wmma_mma` (`alayout`,
+# `blayout`) and `wmma_store` (`layout`) are m16n16k16 f16 -> f32 WMMA, with an optional
+# stride operand in elements after the address (`wmma_store %addr, %d.., %stride`).
+TENSOR = {"ldmatrix", "mma", "wmma_load", "wmma_mma", "wmma_store"}
 
 FAMILIES: dict[str, set[str]] = {
     "arith": ARITH, "bits": BITS, "compare": COMPARE, "convert": CONVERT, "math": MATH,
     "memory": MEMORY, "special": SPECIAL, "sync": SYNC, "warp": WARP, "trap": TRAP,
-    "async": ASYNC,
+    "async": ASYNC, "tensor": TENSOR,
 }  # fmt: skip
 OPS: dict[str, str] = {op: family for family, ops in FAMILIES.items() for op in ops}
 

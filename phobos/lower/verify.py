@@ -12,7 +12,9 @@ Invariants checked:
    `b32` (halves of 16 bits) or `b64` (halves of 32 bits): unpack, one register of
    the type's width into two registers of half its width (low half first,
    `%lo, %hi = mov.b32 %w`), and pack, the reverse (`%w = mov.b32 %lo, %hi`); every
-   operand of either form is a register, never an immediate.
+   operand of either form is a register, never an immediate. `cvt_x2` rounds two `f32`
+   registers (`from_type`) to `f16` or `bf16` (`type`) by `rn` (the default) or `rz`,
+   writing one `b32` register.
 4. Memory: `space` is one of `lir.SPACES`; a global or param address is a `u64`
    register, a shared address a `u32` or `u64`; `vec` is 1, 2 or 4 and a vector
    access is at most 16 bytes; `ld` writes `vec` registers and `st` stores `vec`.
@@ -26,6 +28,20 @@ Invariants checked:
    zero-filling the rest; its `cache` is `ca`, or `cg` for 16 bytes only.
    `cp_async_commit` takes nothing; `cp_async_wait` takes nothing but a `pending`
    count of groups, an integer from 0.
+8. Tensor-core ops are warp-collective and carry no guard: a guard is per lane and could
+   run the op on part of a warp, which PTX leaves undefined. (Under an `If` or a loop
+   the condition must be the same on every lane of a warp; the verifier cannot see
+   that, the threads interpreter stops where it is not.) `ldmatrix.shared.b16` reads
+   one `u32` shared address register and writes 1, 2 or 4 `b32` registers, `trans` 0
+   or 1. `mma` has a (`shape`, `from_type`, `type`) of `fragments.MMA` and reads A's,
+   B's and C's registers in that order, as many as the fragments have, writing D's:
+   A's and B's are `b32`, C's and D's `f32` or `s32` as `type` (`b32` for `f16`). Every
+   operand is a register. `wmma_load` of `matrix` a or b (`f16`, eight `b32`
+   registers) or c (`f32`, eight `f32`), `wmma_mma.f32.f16` (eight `f32` from eight
+   `b32`, eight `b32` and eight `f32`) and `wmma_store.f32` (an address, eight `f32`)
+   have `shape` m16n16k16 and each `layout`, `alayout`, `blayout` row or col; their
+   address is a shared (`u32`) or global (`u64`) one as `space` says, and an optional
+   last operand is a 32-bit integer stride in elements.
 
     >>> from phobos.lower.lir import Block, Kernel, Reg, inst
     >>> bad = Kernel("k", (), Block((inst("add", (Reg("a", "f32"),), (Reg("b", "f32"),), type="f32"),)))
@@ -38,7 +54,7 @@ Invariants checked:
 
 from __future__ import annotations
 
-from phobos.lower import lir
+from phobos.lower import fragments, lir
 
 
 class LirError(Exception):
@@ -183,6 +199,8 @@ class _Verifier:
             self.one_dest(i, type_)
 
     def check_convert(self, i: lir.Inst, type_: str | None) -> None:
+        if i.op == "cvt_x2":
+            return self.check_cvt_x2(i, type_)
         if i.op != "cvt" and (len(i.dests) > 1 or len(i.srcs) > 1):
             return self.check_pack(i, type_)
         self.one_dest(i, type_)
@@ -205,6 +223,16 @@ class _Verifier:
         if not ok:
             self.fail(f"`{i.op}` with several operands packs two registers into a b32 or b64 "
                       "register of twice their width, or unpacks one; nothing else", i)  # fmt: skip
+
+    def check_cvt_x2(self, i: lir.Inst, type_: str | None) -> None:
+        if type_ not in ("f16", "bf16") or i.attr("from_type") != "f32":
+            self.fail("`cvt_x2` rounds f32 (`from_type`) to f16 or bf16 (`type`)", i)
+        if i.attr("rounding", "rn") not in ("rn", "rz"):
+            self.fail(f"`cvt_x2` rounds by `rn` or `rz`, not `{i.attr('rounding')}`", i)
+        if len(i.srcs) != 2 or not all(isinstance(v, lir.Reg) and v.type == "f32" for v in i.srcs):
+            self.fail("`cvt_x2` takes two f32 registers, the low half's first", i)
+        if len(i.dests) != 1 or i.dests[0].type != "b32":
+            self.fail("`cvt_x2` writes one b32 register", i)
 
     def check_math(self, i: lir.Inst, type_: str | None) -> None:
         self.one_dest(i, type_)
@@ -267,3 +295,88 @@ class _Verifier:
                 self.fail(f"a source size is a 32-bit integer, not {n.type}", i)
             if isinstance(n, lir.Imm) and not 0 <= n.value <= size:
                 self.fail(f"a source size of {n.value} is not 0 to {size} bytes", i)
+
+    # -- tensor cores --------------------------------------------------------
+
+    def check_tensor(self, i: lir.Inst, type_: str | None) -> None:
+        if i.guard is not None:
+            self.fail(f"`{i.op}` runs on the whole warp and takes no guard: branch around "
+                      "it on a condition the same on every lane of the warp", i)  # fmt: skip
+        # Only a WMMA stride, the operand after the address and the values, may be an immediate.
+        fixed = {"wmma_load": 1, "wmma_store": 9}.get(i.op, len(i.srcs))
+        if not all(isinstance(v, lir.Reg) for v in i.srcs[:fixed]):
+            self.fail(f"`{i.op}` takes registers, not immediates", i)
+        getattr(self, f"check_{i.op}")(i, type_)
+
+    def regs_of(self, i: lir.Inst, regs, count: int, types: tuple[str, ...], what: str) -> None:
+        if len(regs) != count or any(r.type not in types for r in regs):
+            self.fail(f"`{i.op}` has {count} {' or '.join(types)} registers for {what}", i)
+
+    def check_ldmatrix(self, i: lir.Inst, type_: str | None) -> None:
+        if i.attr("space") != "shared" or type_ != "b16":
+            self.fail("`ldmatrix` loads b16 matrices from shared memory: `ldmatrix.shared.b16`", i)
+        if i.attr("trans", 0) not in (0, 1) or isinstance(i.attr("trans"), bool):
+            self.fail(f"`ldmatrix` has `trans` 0 or 1, not {i.attr('trans')!r}", i)
+        if len(i.srcs) != 1 or i.srcs[0].type != "u32":
+            self.fail("`ldmatrix` takes one u32 shared address register", i)
+        if len(i.dests) not in (1, 2, 4) or any(d.type != "b32" for d in i.dests):
+            self.fail("`ldmatrix` writes 1, 2 or 4 b32 registers, one a matrix", i)
+
+    def check_mma(self, i: lir.Inst, type_: str | None) -> None:
+        key = (i.attr("shape"), i.attr("from_type"), type_)
+        form = fragments.MMA.get(key)
+        if form is None:
+            known = ", ".join(f"{s} {ab} -> {acc}" for s, ab, acc in fragments.MMA)
+            self.fail(f"`mma` has no form {key[0]} {key[1]} -> {key[2]}; it has {known}", i)
+        acc = ("b32",) if type_ == "f16" else (type_,)
+        na, nb, nc = form.a.regs, form.b.regs, form.c.regs
+        self.regs_of(i, i.srcs[:na], na, ("b32",), "A")
+        self.regs_of(i, i.srcs[na : na + nb], nb, ("b32",), "B")
+        self.regs_of(i, i.srcs[na + nb :], nc, acc, "C")
+        self.regs_of(i, i.dests, nc, acc, "D")
+
+    def wmma_common(self, i: lir.Inst, layouts: tuple[str, ...]) -> None:
+        if i.attr("shape") != "m16n16k16":
+            self.fail(f"`{i.op}` has shape m16n16k16, not {i.attr('shape')}", i)
+        for key in layouts:
+            if i.attr(key) not in ("row", "col"):
+                self.fail(f"`{i.op}` has `{key}` row or col, not {i.attr(key)}", i)
+
+    def wmma_address(self, i: lir.Inst, values: int) -> None:
+        """The address first, `values` registers, then optionally a stride."""
+        space = i.attr("space")
+        if space not in ("shared", "global"):
+            self.fail(f"`{i.op}` accesses shared or global memory, not {space}", i)
+        if len(i.srcs) not in (1 + values, 2 + values):
+            self.fail(f"`{i.op}` takes an address, {values or 'no'} registers and an "
+                      "optional stride", i)  # fmt: skip
+        want = "u32" if space == "shared" else "u64"
+        if i.srcs[0].type != want:
+            self.fail(f"a {space} address is a {want} register, not {i.srcs[0].type}", i)
+        if len(i.srcs) == 2 + values and i.srcs[-1].type not in ("u32", "s32", "b32"):
+            self.fail(f"a stride is a 32-bit integer, not {i.srcs[-1].type}", i)
+
+    def check_wmma_load(self, i: lir.Inst, type_: str | None) -> None:
+        self.wmma_common(i, ("layout",))
+        matrix = i.attr("matrix")
+        want = {"a": "f16", "b": "f16", "c": "f32"}.get(matrix)
+        if want is None or type_ != want:
+            self.fail("`wmma_load` loads `matrix` a or b of f16 or c of f32", i)
+        self.wmma_address(i, 0)
+        self.regs_of(i, i.dests, 8, ("f32",) if matrix == "c" else ("b32",), matrix.upper())
+
+    def check_wmma_mma(self, i: lir.Inst, type_: str | None) -> None:
+        self.wmma_common(i, ("alayout", "blayout"))
+        if (type_, i.attr("from_type")) != ("f32", "f16"):
+            self.fail("`wmma_mma` multiplies f16 into f32: `wmma_mma.f32.f16`", i)
+        self.regs_of(i, i.srcs[:8], 8, ("b32",), "A")
+        self.regs_of(i, i.srcs[8:16], 8, ("b32",), "B")
+        self.regs_of(i, i.srcs[16:], 8, ("f32",), "C")
+        self.regs_of(i, i.dests, 8, ("f32",), "D")
+
+    def check_wmma_store(self, i: lir.Inst, type_: str | None) -> None:
+        self.wmma_common(i, ("layout",))
+        if type_ != "f32" or i.dests:
+            self.fail("`wmma_store.f32` stores D's eight f32 registers and writes none", i)
+        self.wmma_address(i, 8)
+        self.regs_of(i, i.srcs[1:9], 8, ("f32",), "D")

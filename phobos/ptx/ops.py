@@ -17,7 +17,9 @@ Attributes read here (beyond lir's `type`, `from_type`, `space`, `vec`, `cmp`, `
   `nc` for the read-only path (`ld.global.nc`), `volatile` for `ld.volatile`;
 - `mask` (int): a shfl/vote member mask other than the full warp;
 - `proxy` (str): `async` on a fence gives `fence.proxy.async` (sm_90);
-- `size` (int), `cache` (`ca` or `cg`) on `cp_async`, `pending` (int) on `cp_async_wait`.
+- `size` (int), `cache` (`ca` or `cg`) on `cp_async`, `pending` (int) on `cp_async_wait`;
+- `trans` (0 or 1) on `ldmatrix`; `shape` on `mma` and the `wmma_*` ops; `matrix` (a, b,
+  c) and `layout`/`alayout`/`blayout` (row, col) on the `wmma_*` ops.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from phobos.lower import lir
+from phobos.lower import fragments, lir
 
 if TYPE_CHECKING:
     from phobos.ptx.emit import Emitter
@@ -876,6 +878,147 @@ def _cp_async_wait(e: Emitter, i: lir.Inst) -> str:
     return f"cp.async.wait_group {pending}"
 
 
+# ---------------------------------------------------------------------------
+# Tensor cores (sm_80): ldmatrix, mma.sync and wmma, and the packed conversion feeding them
+
+
+@rule("cvt_x2")
+def _cvt_x2(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "cvt_x2")
+    t = type_of(e, i)
+    if t not in SMALL_FLOATS or i.attr("from_type") != "f32":
+        e.fail(i, f"rounds {i.attr('from_type')} to {t}; it rounds f32 to f16 or bf16")
+    rnd = i.attr("rounding", "rn")
+    if rnd not in ("rn", "rz"):
+        e.fail(i, f"has rounding `{rnd}`; cvt.{t}x2.f32 takes rn or rz")
+    arity(e, i, 2)
+    if not all(isinstance(v, lir.Reg) and v.type == "f32" for v in i.srcs):
+        e.fail(i, "takes two f32 registers")
+    lo, hi = i.srcs
+    # PTX writes its first source to the upper half: the lir order (low first) swaps.
+    return f"cvt.{rnd}.{t}x2.f32 {e.dest(i)}, {e.name(hi)}, {e.name(lo)}"
+
+
+def _vector(e: Emitter, regs) -> str:
+    return "{" + ", ".join(e.name(r) for r in regs) + "}"
+
+
+def _regs(e: Emitter, i: lir.Inst, regs, count: int, types: tuple[str, ...], what: str):
+    if len(regs) != count or not all(isinstance(r, lir.Reg) and r.type in types for r in regs):
+        e.fail(i, f"needs {count} {' or '.join(types)} registers for {what}")
+    return _vector(e, regs)
+
+
+def _shared_address(e: Emitter, i: lir.Inst, reg: lir.Value) -> str:
+    """A lir shared offset (a u32 register) rebased onto the CTA's window, as ld/st do."""
+    if not isinstance(reg, lir.Reg) or reg.type != "u32":
+        e.fail(i, "takes a u32 shared address register")
+    addr = e.temp("u32")
+    e.pre(f"add.u32 {addr}, {e.name(reg)}, {e.shared_base(i)}")
+    return addr
+
+
+@rule("ldmatrix")
+def _ldmatrix(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "tensor_cores")
+    if i.attr("space") != "shared" or i.attr("type") != "b16":
+        e.fail(i, "loads something other than b16 matrices from shared memory")
+    n = len(i.dests)
+    if n not in (1, 2, 4):
+        e.fail(i, f"loads {n} matrices; ldmatrix loads 1, 2 or 4")
+    trans = i.attr("trans", 0)
+    if trans not in (0, 1):
+        e.fail(i, f"has `trans` {trans!r}, not 0 or 1")
+    dests = _regs(e, i, i.dests, n, ("b32",), "the matrices")
+    arity(e, i, 1)
+    addr = _shared_address(e, i, i.srcs[0])
+    head = f"ldmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.shared.b16"
+    return f"{head} {dests}, [{addr}]"
+
+
+@rule("mma")
+def _mma(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "tensor_cores")
+    shape, ab, acc = i.attr("shape"), i.attr("from_type"), i.attr("type")
+    form = fragments.MMA.get((shape, ab, acc))
+    if form is None:
+        e.fail(i, f"has no form {shape} {ab} -> {acc}")
+    na, nb, nc = form.a.regs, form.b.regs, form.c.regs
+    wide = ("b32",) if acc == "f16" else (acc,)
+    a = _regs(e, i, i.srcs[:na], na, ("b32",), "A")
+    b = _regs(e, i, i.srcs[na : na + nb], nb, ("b32",), "B")
+    c = _regs(e, i, i.srcs[na + nb :], nc, wide, "C")
+    d = _regs(e, i, i.dests, nc, wide, "D")
+    # Only the row-major A, column-major B forms exist for these shapes.
+    return f"mma.sync.aligned.{shape}.row.col.{acc}.{ab}.{ab}.{acc} {d}, {a}, {b}, {c}"
+
+
+def _wmma_head(e: Emitter, i: lir.Inst, *layouts: str) -> str:
+    if i.attr("shape") != "m16n16k16":
+        e.fail(i, f"has shape {i.attr('shape')}; only m16n16k16 has a template")
+    for key in layouts:
+        if i.attr(key) not in ("row", "col"):
+            e.fail(i, f"has `{key}` {i.attr(key)!r}, not row or col")
+    return ".".join(i.attr(key) for key in layouts) + ".m16n16k16"
+
+
+def _wmma_memory(e: Emitter, i: lir.Inst, values: int) -> tuple[str, str, str]:
+    """(space, `[address]`, `, stride` or nothing) of a wmma load or store."""
+    space = i.attr("space")
+    if space not in ("shared", "global"):
+        e.fail(i, f"accesses `{space}` memory; wmma loads and stores shared or global")
+    if len(i.srcs) not in (1 + values, 2 + values):
+        e.fail(i, f"takes an address, {values} registers and an optional stride")
+    addr = i.srcs[0]
+    if space == "shared":
+        text = _shared_address(e, i, addr)
+    elif isinstance(addr, lir.Reg) and addr.type == "u64":
+        text = e.name(addr)
+    else:
+        e.fail(i, "takes a u64 global address register")
+    stride = ""
+    if len(i.srcs) == 2 + values:
+        stride = ", " + e.operand(i.srcs[-1], imm_ok=True)
+    return space, f"[{text}]", stride
+
+
+@rule("wmma_load")
+def _wmma_load(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "tensor_cores")
+    head = _wmma_head(e, i, "layout")
+    matrix, t = i.attr("matrix"), i.attr("type")
+    if (matrix, t) not in (("a", "f16"), ("b", "f16"), ("c", "f32")):
+        e.fail(i, f"loads matrix {matrix!r} of {t}; a and b are f16, c is f32")
+    dests = _regs(e, i, i.dests, 8, ("f32",) if matrix == "c" else ("b32",), matrix.upper())
+    space, addr, stride = _wmma_memory(e, i, 0)
+    return f"wmma.load.{matrix}.sync.aligned.{head}.{space}.{t} {dests}, {addr}{stride}"
+
+
+@rule("wmma_mma")
+def _wmma_mma(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "tensor_cores")
+    head = _wmma_head(e, i, "alayout", "blayout")
+    if (i.attr("type"), i.attr("from_type")) != ("f32", "f16"):
+        e.fail(i, "has no template but f16 multiplied into f32")
+    a = _regs(e, i, i.srcs[:8], 8, ("b32",), "A")
+    b = _regs(e, i, i.srcs[8:16], 8, ("b32",), "B")
+    c = _regs(e, i, i.srcs[16:], 8, ("f32",), "C")
+    d = _regs(e, i, i.dests, 8, ("f32",), "D")
+    # The f16 multiplicands are implied: the two types are D's and C's.
+    return f"wmma.mma.sync.aligned.{head}.f32.f32 {d}, {a}, {b}, {c}"
+
+
+@rule("wmma_store")
+def _wmma_store(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "tensor_cores")
+    head = _wmma_head(e, i, "layout")
+    if i.attr("type") != "f32" or i.dests:
+        e.fail(i, "stores something other than D's eight f32 registers")
+    values = _regs(e, i, i.srcs[1:9], 8, ("f32",), "D")
+    space, addr, stride = _wmma_memory(e, i, 8)
+    return f"wmma.store.d.sync.aligned.{head}.{space}.f32 {addr}, {values}{stride}"
+
+
 # The attributes each op's rule reads; any other is refused rather than ignored.
 _FLOAT = ("type", "rounding", "ftz")
 _MEM = ("type", "space", "vec", "sem", "scope", "offset")
@@ -895,6 +1038,11 @@ ATTRS: dict[str, tuple[str, ...]] = {
     "sreg": ("name",), "bar": (), "fence": ("sem", "scope", "proxy", "space"),
     "shfl": ("type", "mode", "mask"), "vote": ("mode", "mask"), "trap": (),
     "cp_async": ("size", "cache"), "cp_async_commit": (), "cp_async_wait": ("pending",),
+    "cvt_x2": ("type", "from_type", "rounding"), "ldmatrix": ("type", "space", "trans"),
+    "mma": ("type", "from_type", "shape"),
+    "wmma_load": ("type", "space", "shape", "matrix", "layout"),
+    "wmma_mma": ("type", "from_type", "shape", "alayout", "blayout"),
+    "wmma_store": ("type", "space", "shape", "layout"),
 }  # fmt: skip
 
 

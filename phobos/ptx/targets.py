@@ -19,6 +19,8 @@ FEATURES: dict[str, tuple[str, int]] = {
     "bf16_cvt": ("cvt between bf16 and f32; fma, min, max, neg, abs on bf16", 80),
     "f16_minmax": ("min/max on f16 and the .NaN variants of min/max", 80),
     "cp_async": ("cp.async copies from global to shared memory", 80),
+    "tensor_cores": ("ldmatrix, mma.sync and wmma on f16, bf16 and s8 (the tensor cores)", 80),
+    "cvt_x2": ("cvt.rn.f16x2.f32 and cvt.rn.bf16x2.f32, two f32 rounded into one word", 80),
     "bf16_math": ("add, sub, mul, setp, ex2, tanh on bf16; cvt between bf16 and any type", 90),
     "atom_add_bf16": ("atom.add.noftz.bf16", 90),
     "async_proxy": ("fence.proxy.async, bulk copies (TMA) completing on an mbarrier", 90),

@@ -485,6 +485,51 @@ def async_copies(target: str) -> dict[str, list]:
     return c
 
 
+def tensor_cores(target: str) -> dict[str, list]:
+    """ldmatrix, every mma form, the packed conversion and WMMA's load, mma and store."""
+
+    def regs(name: str, type_: str, n: int) -> list[Reg]:
+        return [r(f"{name}{k}", type_) for k in range(n)]
+
+    s, g = r("s", "u32"), BUF
+    a, b, h = regs("a", "b32", 4), regs("b", "b32", 2), regs("h", "b32", 2)
+    f, i = regs("c", "f32", 4), regs("i", "s32", 4)
+    c: dict[str, list] = {}
+    c["ldmatrix"] = [
+        inst("ldmatrix", a, (s,), space="shared", type="b16"),
+        inst("ldmatrix", b, (s,), space="shared", type="b16", trans=1),
+        inst("ldmatrix", a[:1], (s,), space="shared", type="b16", trans=0),
+    ]
+    c["mma"] = [
+        inst("mma", f, (*a, *b, *f), shape="m16n8k16", type="f32", from_type="f16"),
+        inst("mma", f, (*a, *b, *f), shape="m16n8k16", type="f32", from_type="bf16"),
+        inst("mma", h, (*a, *b, *h), shape="m16n8k16", type="f16", from_type="f16"),
+        inst("mma", i, (*a, *b, *i), shape="m16n8k32", type="s32", from_type="s8"),
+        inst("mma", i[:2], (a[0], b[0], *i[:2]), shape="m8n8k16", type="s32", from_type="s8"),
+    ]
+    c["cvt_x2"] = [
+        inst("cvt_x2", (a[0],), (f[0], f[1]), type="f16", from_type="f32"),
+        inst("cvt_x2", (a[1],), (f[2], f[3]), type="bf16", from_type="f32", rounding="rz"),
+    ]
+    wa, wb, wc = regs("wa", "b32", 8), regs("wb", "b32", 8), regs("wc", "f32", 8)
+    wmma = {"shape": "m16n16k16"}
+    c["wmma"] = [
+        inst("wmma_load", wa, (s,), space="shared", type="f16", matrix="a", layout="row", **wmma),
+        inst("wmma_load", wb, (s, Imm(32, "u32")), space="shared", type="f16", matrix="b",
+             layout="col", **wmma),
+        inst("wmma_load", wc, (g, r("n", "s32")), space="global", type="f32", matrix="c",
+             layout="row", **wmma),
+        inst("wmma_mma", wc, (*wa, *wb, *wc), type="f32", from_type="f16", alayout="row",
+             blayout="col", **wmma),
+        inst("wmma_mma", wc, (*wa, *wb, *wc), type="f32", from_type="f16", alayout="col",
+             blayout="row", **wmma),
+        inst("wmma_store", (), (s, *wc, Imm(16, "u32")), space="shared", type="f32",
+             layout="row", **wmma),
+        inst("wmma_store", (), (g, *wc), space="global", type="f32", layout="col", **wmma),
+    ]  # fmt: skip
+    return c
+
+
 FAMILIES = {
     "arith": arith,
     "async": async_copies,
@@ -494,6 +539,7 @@ FAMILIES = {
     "math": math,
     "memory": memory,
     "special_sync_warp": special_sync_warp,
+    "tensor": tensor_cores,
 }
 
 
