@@ -33,8 +33,9 @@ from phobos.lower.builder import iadd, imul
 from phobos.lower.errors import NotLowered
 from phobos.lower.layout import Blocked
 from phobos.lower.lir import For, If, Imm, Reg, Value
-from phobos.lower.sweep import cell_origins, max_vec_for
-from phobos.lower.types import BYTES, REG, elem_of
+from phobos.lower.sweep import cell_origins
+from phobos.lower.types import BYTES, REG, elem_of, mov_type
+from phobos.lower.widths import max_vec_for
 
 log = logging.getLogger("phobos.lower")
 KSTEP = 8  # contraction elements a turn of the k loop (fewer when K is not a multiple)
@@ -270,7 +271,7 @@ def _write(lw, lay, rep, origin, tile, op, sums, sum_t) -> None:
 
     if tile.place == "replicated":
         r = tile.regs[0]
-        b.mov(r, scalars.materialize(b, combine(r, sums[0][0]), elem), _mov_type(r.type))
+        b.mov(r, scalars.materialize(b, combine(r, sums[0][0]), elem), mov_type(r.type))
         return
     if tile.place == "registers":
         groups = tn // lay.vec
@@ -278,7 +279,7 @@ def _write(lw, lay, rep, origin, tile, op, sums, sum_t) -> None:
         for i in range(tm):
             for j in range(tn):
                 r = tile.regs[base + i * groups + j // lay.vec][j % lay.vec]
-                b.mov(r, scalars.materialize(b, combine(r, sums[i][j]), elem), _mov_type(r.type))
+                b.mov(r, scalars.materialize(b, combine(r, sums[i][j]), elem), mov_type(r.type))
         return
     row, col = origin
     rows = _row_bases(lw, tile, row, range(tm))
@@ -298,7 +299,3 @@ def _write(lw, lay, rep, origin, tile, op, sums, sum_t) -> None:
             vals = [scalars.materialize(b, combine(o, sums[i][j + c]), elem)
                     for c, o in enumerate(olds)]  # fmt: skip
             memory.store(b, "shared", elem, at, vals, None)
-
-
-def _mov_type(rt: str) -> str:
-    return {"f16": "b16", "bf16": "b16"}.get(rt, rt)

@@ -34,9 +34,15 @@ import logging
 from dataclasses import fields, is_dataclass, replace
 from math import gcd, prod
 
+from phobos.lower import memory, reduce, scalars
 from phobos.lower.builder import iadd, imul
 from phobos.lower.errors import NotLowered
+from phobos.lower.hirwalk import walk as _walk
+from phobos.lower.kinds import ELEMENTWISE
 from phobos.lower.lir import For, Imm
+from phobos.lower.sweep import Point, State, Sweeper, _ekey, _idiv, versioned
+from phobos.lower.types import REG, elem_of
+from phobos.lower.widths import _chain, _dim_div
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
@@ -178,7 +184,6 @@ def _use_problem(s, sym) -> str | None:
 
 
 def _expr_problem(e, sym) -> str | None:
-    from phobos.lower.placement import ELEMENTWISE
 
     if e is None or not _mentions(e, sym):
         return None
@@ -264,12 +269,6 @@ def _subst(node, sym, value):
     return node
 
 
-def _walk(node):
-    from phobos.lower.placement import _walk as walk
-
-    return walk(node)
-
-
 # ---------------------------------------------------------------------------
 # planning: the vector width of a dynamic sweep
 
@@ -278,7 +277,6 @@ def extent_div(lw, e, lets) -> int:
     """A number the last extent of the view `e` (a slice, or a `let` view) is a
     multiple of: its tensor's dimension (4, or the `@aligned` tile), narrowed by each
     `s:` start (`N - s`), or a slice's own extent."""
-    from phobos.lower.sweep import _chain, _dim_div
 
     base, chain = _chain(e, lets)
     dims = getattr(base.type, "dims", ())
@@ -353,8 +351,6 @@ def plan_reduction(planner, value, dims):
 
 def _extent(lw, sw, nodes, span):
     """The run-time last extent: from the first view of the sweep's shape."""
-    from phobos.lower import memory
-    from phobos.lower.sweep import _ekey
 
     for n in nodes:
         acc = sw.accesses.get(_ekey(n))
@@ -384,7 +380,6 @@ def walk(lw, dims, vec, extent, visit) -> None:
     """Call `visit(point)` for every vector of a sweep over `dims` (last extent
     `extent`, a run-time value): the whole groups in a loop, unmasked, then the last
     group under the mask `col < extent`."""
-    from phobos.lower.sweep import Point, State, _idiv
 
     b, t = lw.b, lw.idx
     T = lw.threads
@@ -408,9 +403,6 @@ def walk(lw, dims, vec, extent, visit) -> None:
 
 def tile_statement(lw, s, target, op, value) -> None:
     """`X[..] = e` / `X[..] op= e` over a shape with a dynamic last extent."""
-    from phobos.lower import memory, scalars
-    from phobos.lower.sweep import Sweeper, versioned
-    from phobos.lower.types import elem_of
 
     dims = tuple(target.type.dims)
     if isinstance(target, hir.Ref) and target.sym in lw.tiles:
@@ -441,9 +433,6 @@ def tile_statement(lw, s, target, op, value) -> None:
 def row_reduction(lw, e: hir.Builtin, target) -> None:
     """`target = rowsum(arg)` / `rowmax(arg)` over rows of a dynamic extent: each thread
     folds its strided elements of each row, then the warp and CTA combine."""
-    from phobos.lower import reduce, scalars
-    from phobos.lower.sweep import Sweeper, versioned
-    from phobos.lower.types import REG, elem_of
 
     if e.name not in reduce.ROW_OP:
         raise NotLowered(f"`{e.name}` over a row of an extent bound at launch", e.span)

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from math import gcd
 
 from phobos.diagnostics.diagnostic import Diagnostic
-from phobos.lower import lir, memory, passes, placement, scalars
+from phobos.lower import lir, memory, passes, placement, scalars, statements
 from phobos.lower.barriers import Tracker
 from phobos.lower.builder import Builder
 from phobos.lower.errors import NotLowered
@@ -529,11 +529,9 @@ class Lowering:
     # -- tile statements -------------------------------------------------------
 
     def tile_stmt(self, s) -> None:
-        from phobos.lower import sweep
-
         if self.prefetch is not None and self.prefetch.lower(s):
             return
-        sweep.tile_statement(self, s)
+        statements.tile_statement(self, s)
 
     def elem_bytes(self, t: str) -> int:
         return BYTES[t]

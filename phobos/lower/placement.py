@@ -9,7 +9,7 @@ Every `var` tile (and `let` of a tile value) gets a placement, logged with its r
 | `shared`     | anything else: read broadcast by another shape, sub-sliced, read per point, or too large for registers |
 
 A sweep's vector width is the widest the alignment proves for every tensor slice it
-touches (`sweep.slice_vec`), at most 16 bytes an access, dividing the last extent;
+touches (`widths.slice_vec`), at most 16 bytes an access, dividing the last extent;
 a register tile's sweeps share one width (the narrowest of them). A sweep whose
 tensor slices all hold 16-bit floats may take 8 elements a vector (one 16-byte
 access of four 32-bit words); any other stays at 4 at most.
@@ -35,26 +35,22 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from phobos.lower import alloc, dynamic
 from phobos.lower import shape as shape_ops
 from phobos.lower.errors import NotLowered
+from phobos.lower.hirwalk import walk as _walk
+from phobos.lower.kinds import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, max_vec
 from phobos.lower.layout import Blocked, Sweep
 from phobos.lower.lir import Imm, SharedBuffer
 from phobos.lower.types import BYTES, elem_of
+from phobos.lower.widths import PACKED, expr_vec, max_vec_for, memory_elems, slice_vec
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
 
-REDUCTIONS = ("rowsum", "rowmax", "rowargmax")
-CONTRACTIONS = ("dot", "dot_t")
-ELEMENTWISE = frozenset({
-    "exp", "log", "sqrt", "tanh", "round", "floor", "ceil", "abs", "rsqrt", "sin", "cos",
-    "pow", "min", "max", "tmax", "where", "iota", "argsel",
-    "f16", "bf16", "f32", "f64", "i8", "i32", "i64", "u8", "u16", "u32",
-})  # fmt: skip
 MAX_TILE_REGS = 64  # SPEC.md (@registers): at most 64 elements a thread
 PAD = 16  # bytes `@padstage` adds to a staging tile's row (SPEC.md "Attributes")
 PAD_PERIOD = 128  # ... whose row pitch is a multiple of this many bytes (32 banks of 4)
@@ -611,8 +607,6 @@ class _Planner:
 
     def sweep(self, node, shape, value, target=None) -> _Sweep:
         lw = self.lw
-        from phobos.lower.sweep import PACKED, expr_vec, memory_elems, slice_vec
-
         vec = max_vec(shape)
         sw = _Sweep(shape, vec)
         self.sweeps[id(node)] = sw
@@ -683,8 +677,6 @@ class _Planner:
             vec_of[sym] = min(vec_of[sym], micro[1])
         # A sweep over a shared tile keeps to 16 bytes an access of it (8 elements a
         # vector is for 16-bit floats only).
-        from phobos.lower.sweep import max_vec_for
-
         for sw in self.sweeps.values():
             for s in sw.touched:
                 if cand.get(s) == "shared":
@@ -874,32 +866,10 @@ def _scratch_bytes(lw, shape, vec) -> int:
     return max(shape[0], 1) * warps * 8
 
 
-def max_vec(shape) -> int:
-    """The widest vector a sweep over `shape` may take: 8 (16-bit elements, 16 bytes),
-    dividing the last extent."""
-    last = shape[-1] if shape else 1
-    for v in (8, 4, 2, 1):
-        if isinstance(last, int) and last % v == 0:
-            return v
-    return 1
-
-
 def _is_tile_slice(e, tiles) -> bool:
     while isinstance(e, hir.Slice):
         e = e.base
     return isinstance(e, hir.Ref) and e.sym in tiles
-
-
-def _walk(node):
-    """Every hir node under `node` (a Sym's type is not entered)."""
-    yield node
-    if isinstance(node, (tuple, list)):
-        for x in node:
-            yield from _walk(x)
-    elif is_dataclass(node) and not isinstance(node, (hir.Sym, type)):
-        for f in fields(node):
-            if f.name != "span":
-                yield from _walk(getattr(node, f.name))
 
 
 def plan(lw, body: hir.Block) -> Plan:

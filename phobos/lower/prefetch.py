@@ -43,7 +43,7 @@ from phobos.lower.layout import Sweep
 from phobos.lower.lir import If, Imm
 from phobos.lower.placement import ELEMENTWISE, _walk, map_operands, written_tensors
 from phobos.lower.sweep import UNROLL, State, Sweeper, points
-from phobos.lower.types import REG, elem_of
+from phobos.lower.types import REG, elem_of, mov_type
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
@@ -177,7 +177,7 @@ class Prefetcher:
         for regs, vals in zip(st.regs, values, strict=True):
             for r, v in zip(regs, vals, strict=True):
                 v = scalars.convert(b, v, elem_of(st.value.type), elem)
-                b.mov(r, scalars.materialize(b, v, elem), _mov_type(rt))
+                b.mov(r, scalars.materialize(b, v, elem), mov_type(rt))
 
     def _store(self, st: Staged) -> None:
         lw = self.lw
@@ -188,10 +188,6 @@ class Prefetcher:
         sw = Sweeper(lw, shape, st.vec)
         for p, regs in zip(points(lw, shape, st.vec, State()), st.regs, strict=True):
             sw.store(acc, p, regs)
-
-
-def _mov_type(rt: str) -> str:
-    return {"f16": "b16", "bf16": "b16"}.get(rt, rt)
 
 
 def _expand(e, views):

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import logging
 
-from phobos.lower import lir, scalars
+from phobos.lower import lir, reduce, scalars, staging
 from phobos.lower.builder import iadd, imul
 from phobos.lower.errors import NotLowered
 from phobos.lower.lir import Imm, Reg
+from phobos.lower.sweep import Point, State, Sweeper, declare
 from phobos.lower.types import REG, elem_of
 from phobos.sema import hir
 
@@ -58,9 +59,6 @@ def covered(threads: int, value_or_shape, vec: int) -> bool:
 
 def row_reduction(lw, e: hir.Builtin, target) -> None:
     """`target = rowsum(arg)` / `rowmax(arg)` / `rowargmax(arg)`, staged, a warp a row."""
-    from phobos.lower import reduce, shape
-    from phobos.lower.sweep import Point, State, Sweeper
-
     name = e.name
     if lw.threads % 32:
         raise NotLowered(
@@ -74,16 +72,14 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
     R, C = arg.type.dims
     src = elem_of(arg.type)
     out_t = elem_of(e.type)
-    buf = shape.buffer_of(lw, e)
+    buf = staging.buffer_of(lw, e)
     vec = lw.plan.vec.get(id(e), 1)
-    staged = shape.stage(lw, arg, buf, vec)
+    staged = staging.stage(lw, arg, buf, vec)
     b, t = lw.b, lw.idx
     warps = lw.threads // 32
     tile = lw.tiles.get(target.sym) if isinstance(target, hir.Ref) else None
     everyone = tile is not None and tile.place == "replicated"
     if tile is not None:
-        from phobos.lower.sweep import declare
-
         declare(lw, tile)
     lw.tracker.access(buf, "read", ("rowfold", id(e)))
     target_acc = None
@@ -171,8 +167,6 @@ def _start(name: str, t: str) -> Imm:
     """A lane's first value: 0 for a sum, the least value for `rowargmax`, and for a
     float `rowmax` +inf, made NaN by the caller (`inf - inf`): `max` drops a NaN, so a
     row of NaNs alone folds to NaN, as `fmax` does."""
-    from phobos.lower import reduce
-
     if name == "rowsum":
         return reduce.IDENTITY["sum"](t)
     if name == "rowmax" and t in ("f32", "f64"):
@@ -181,8 +175,6 @@ def _start(name: str, t: str) -> Imm:
 
 
 def _fold_in(b, name, best, col_best, x, src, acc_t, col, valid, t) -> None:
-    from phobos.lower import reduce
-
     x = scalars.convert(b, x, src, acc_t)
     if name != "rowargmax":
         reduce.fold_into(b, reduce.ROW_OP[name], best, x, acc_t, guard=valid)
@@ -202,8 +194,6 @@ def _fold_in(b, name, best, col_best, x, src, acc_t, col, valid, t) -> None:
 
 def _argmax_butterfly(b, best, col_best, t: str):
     """(value, column) folded over the warp: the larger value, the smaller column on a tie."""
-    from phobos.lower import reduce
-
     v, c = best, col_best
     m = 16
     while m >= 1:

@@ -24,16 +24,19 @@ are read by other threads than wrote them.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from dataclasses import fields, is_dataclass, replace
 from math import prod
 
-from phobos.lower import lir, memory, scalars
+from phobos.lower import alloc, lir, memory, rowfold, scalars
 from phobos.lower.builder import iadd, imul
 from phobos.lower.errors import NotLowered
+from phobos.lower.kinds import max_vec
 from phobos.lower.lir import Imm
+from phobos.lower.staging import bind, buffer_of, stage, sweep_into, temp, view
+from phobos.lower.sweep import Sweeper, declare, reads_registers, replicated_points, run
 from phobos.lower.types import BYTES, REG, elem_of
+from phobos.lower.widths import max_vec_for
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
@@ -41,12 +44,6 @@ log = logging.getLogger("phobos.lower")
 OPS = ("cumsum", "transpose", "gather")  # lowered as statements of their own
 HOISTED = (*OPS, "tril")  # bound to a temporary when nested in an expression
 ACC = {"f16": "f32", "bf16": "f32", "f32": "f32", "f64": "f64"}  # cumsum's accumulator
-_ids = itertools.count(1)
-
-
-def _temp(prefix: str, kind: str, type_, uni) -> hir.Sym:
-    n = next(_ids)
-    return hir.Sym(f"{prefix}_{n}", -1_000_000 - n, kind, type_, uni)
 
 
 # ---------------------------------------------------------------------------
@@ -76,7 +73,7 @@ def unflat(node, out: list):
     """`node` (an expression, or a statement's own expressions) with every `flat(t)`
     replaced by a `let` view declared in `out` first."""
     if isinstance(node, hir.Builtin) and node.name == "flat":
-        tmp = _temp(f"flat_{getattr(node.args[0], 'sym', None) and node.args[0].sym.name}",
+        tmp = temp(f"flat_{getattr(node.args[0], 'sym', None) and node.args[0].sym.name}",
                     "let", node.type, node.uni)  # fmt: skip
         out.append(hir.Let(tmp, node, span=node.span))
         return hir.Ref(tmp, node.type, node.uni, span=node.span)
@@ -180,8 +177,6 @@ def pitch(c: int, vec: int, elem: str) -> int:
 def stage_requests(planner, vec_of) -> list:
     """`(key, name, size, first, last)` for each staged statement; `vec_of(node)` is a
     sweep's final vector width. A reduction `reduce` folds itself stages nothing."""
-    from phobos.lower import alloc, rowfold
-
     out = []
     for value, n in planner.staged:
         vec = vec_of(value)
@@ -214,8 +209,6 @@ def takes(lw, value) -> bool:
 
 def lower(lw, value: hir.Builtin, target) -> None:
     """`target = value` for a shape built-in or a reduction `rowfold` lowers."""
-    from phobos.lower import rowfold
-
     if value.name in rowfold.NAMES:
         rowfold.row_reduction(lw, value, target)
     elif value.name == "transpose":
@@ -228,56 +221,8 @@ def lower(lw, value: hir.Builtin, target) -> None:
         raise NotLowered(f"`{value.name}`", value.span)
 
 
-def buffer_of(lw, value) -> lir.SharedBuffer:
-    buf = lw.plan.stages.get(id(value))
-    if buf is None:
-        raise NotLowered(f"`{value.name}` without its staging buffer", value.span)
-    return buf
-
-
-def view(buf, elem: str, shape, pitches) -> memory.Access:
-    """An access of the shared buffer `buf` as a tile of `shape` at `pitches`."""
-    rank = len(shape)
-    return memory.Access("shared", Imm(buf.offset, "u32"), elem,
-                         tuple(Imm(0, "s32") for _ in range(rank)), tuple(() for _ in range(rank)),
-                         tuple(shape), tuple(pitches), tuple(memory.BIG for _ in range(rank)),
-                         buf)  # fmt: skip
-
-
-def _bind(lw, acc: memory.Access, uni) -> hir.Ref:
-    """A `let` name bound to `acc`, for a statement built here."""
-    t = hir.TileT(hir.Scalar(acc.elem), tuple(acc.shape))
-    sym = _temp("staged", "let", t, uni)
-    lw.env[sym] = acc
-    return hir.Ref(sym, t, uni, span=lw.b.span)
-
-
-def sweep_into(lw, target, value, vec: int) -> None:
-    """`target = value` as an elementwise statement at vector width `vec`."""
-    from phobos.lower.sweep import tile_statement
-
-    stmt = hir.Assign(target, "=", value, span=lw.b.span)
-    lw.plan.vec[id(stmt)] = vec
-    try:
-        tile_statement(lw, stmt)
-    finally:
-        del lw.plan.vec[id(stmt)]
-
-
-def stage(lw, arg, buf, vec: int, row_pitch: int | None = None) -> memory.Access:
-    """Sweep the tile expression `arg` into `buf` (rows at `row_pitch`); its access."""
-    dims = tuple(arg.type.dims)
-    pitches = (row_pitch or dims[1], 1) if len(dims) == 2 else (1,)
-    acc = view(buf, elem_of(arg.type), dims, pitches)
-    sweep_into(lw, _bind(lw, acc, arg.uni), arg, vec)
-    return acc
-
-
 def _out_vec(lw, target, shape, elem) -> int:
     """The width the staged result is copied out at: a tile target's widest, else 1."""
-    from phobos.lower.placement import max_vec
-    from phobos.lower.sweep import max_vec_for
-
     tile = lw.tiles.get(target.sym) if isinstance(target, hir.Ref) else None
     if tile is None or tile.place != "shared":
         return 1
@@ -295,7 +240,7 @@ def transpose(lw, value, target) -> None:
     log.debug("`transpose` of [%d, %d]: staged at row pitch %d (vector width %d), read "
               "column-wise", r, c, p, vec)  # fmt: skip
     out = view(buf, elem, (c, r), (1, p))
-    sweep_into(lw, target, _bind(lw, out, value.uni), 1)
+    sweep_into(lw, target, bind(lw, out, value.uni), 1)
 
 
 def cumsum(lw, value, target) -> None:
@@ -338,12 +283,10 @@ def cumsum(lw, value, target) -> None:
     log.debug("`cumsum` of [%d, %d]: staged, one thread a column walks %d rows in %s",
               r, c, r, acc_t)  # fmt: skip
     out = view(buf, elem, (r, c), (c, 1))
-    sweep_into(lw, target, _bind(lw, out, value.uni), _out_vec(lw, target, (r, c), elem))
+    sweep_into(lw, target, bind(lw, out, value.uni), _out_vec(lw, target, (r, c), elem))
 
 
 def gather(lw, value, target) -> None:
-    from phobos.lower.sweep import Sweeper, _reads_registers, declare, replicated_points, run
-
     table, idx = value.args
     elem = elem_of(table.type)
     buf = buffer_of(lw, value)
@@ -387,7 +330,7 @@ def gather(lw, value, target) -> None:
         for p in replicated_points(lw, shape):
             commit(p, evaluate(p))
         return
-    run(lw, shape, vec, evaluate, commit, unroll_any=_reads_registers(lw, idx))
+    run(lw, shape, vec, evaluate, commit, unroll_any=reads_registers(lw, idx))
 
 
 def flat_access(lw, e: hir.Builtin) -> memory.Access:

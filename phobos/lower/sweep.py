@@ -9,7 +9,7 @@ fused. An operand of extent 1 on an axis where S is wider is broadcast (its
 coordinate on that axis is 0; on the last axis one element serves the whole vector);
 a scalar is computed once before the sweep.
 
-The vector width is the widest the alignment proves (`slice_vec`): the slice's start
+The vector width is the widest the alignment proves (`phobos.lower.widths`): the slice's start
 on the last axis a multiple of it (folded constants, multiples of tile constants,
 `@aligned`), the pitch of its rows too (a dynamic extent is a multiple of 4 by the
 ABI), and any bound the last axis is masked against. A mask is kept only where the
@@ -24,215 +24,31 @@ Up to `UNROLL` groups (or any number, for a sweep over register tiles, which
 `placement` keeps at 64 registers at most) are written straight-line; more run as a
 loop over the groups.
 
-    >>> max_vec_for(("f32", "f16"))
-    4
+    >>> from phobos.lower.layout import Sweep
+    >>> lay = Sweep((2, 8), threads=2, vec=4)  # thread 1's two groups: the right halves
+    >>> [lay.coord(1, r) for r in (0, 4)], lay.groups
+    ([(0, 4), (1, 4)], 2)
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from math import gcd, prod
+from math import prod
 
 from phobos.lower import memory, scalars
 from phobos.lower.builder import iadd, imul, isub
 from phobos.lower.errors import NotLowered
+from phobos.lower.hirwalk import walk
+from phobos.lower.kinds import ELEMENTWISE, REDUCTIONS
 from phobos.lower.layout import Blocked, Sweep
 from phobos.lower.lir import For, If, Imm, Reg, Value
-from phobos.lower.placement import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, max_vec
-from phobos.lower.types import BYTES, REG, elem_of
+from phobos.lower.types import BYTES, REG, elem_of, mov_type
+from phobos.lower.widths import VERSION
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
 UNROLL = 16
-PACKED = ("f16", "bf16")  # moved two to a 32-bit word: 8 elements a 16-byte access
-
-
-def max_vec_for(elems) -> int:
-    """The widest vector (elements) every element type in `elems` allows: 16 bytes, 4
-    at most, or 8 when every one is a 16-bit float (`PACKED`: two to a 32-bit word)."""
-    elems = tuple(elems)
-    if elems and all(e in PACKED for e in elems):
-        return 8
-    widest = max((BYTES.get(e, 4) for e in elems), default=4)
-    return max(1, min(4, 16 // widest))
-
-
-# ---------------------------------------------------------------------------
-# Static vector-width analysis (used by placement before any code is emitted)
-
-
-def _chain(e, lets):
-    """The slices from the tensor (or tile) to `e`, outermost first, and the base Ref."""
-    chain = []
-    while True:
-        if isinstance(e, hir.Slice):
-            chain.append(e)
-            e = e.base
-        elif isinstance(e, hir.Ref) and e.sym in lets:
-            e = lets[e.sym]
-        else:
-            return e, chain[::-1]
-
-
-def _is_zero(e) -> bool:
-    return isinstance(e, hir.Const) and e.value == 0
-
-
-def _fixed_rows(base, chain, own) -> bool:
-    """Whether the access never leaves the first row of its array: on every axis before
-    the last, each slice starts at 0 and the view is one element wide. Its row offsets
-    are then 0, whatever the pitch."""
-    dims = base.type.dims if hasattr(base.type, "dims") else ()
-    for a in range(len(dims) - 1):
-        if not chain:
-            if dims[a] != 1:
-                return False
-            continue
-        if any(not _is_zero(sl.subs[a].start) for sl in chain):
-            return False
-        sub = chain[-1].subs[a]
-        if not (sub.point or sub.extent == 1):
-            return False
-    return True
-
-
-def slice_vec(lw, e, shape, lets) -> int:
-    """The widest vector provable for a slice `e` swept over `shape`, or reachable by
-    versioning the sweep on a dynamic row pitch (`slice_widths`).
-
-    Its start is a multiple of the width: the starts on the last axis (folded
-    constants, multiples of tile constants, `@aligned`), and the row pitch (the last
-    extent: a dynamic one is a multiple of 4 by the ABI, more under `@aligned`) unless
-    the access stays in row 0. A bound the last axis is masked against (the tensor's
-    end, a parent slice's end) is a multiple of the width too, except that an 8-wide
-    16-bit access may meet a bound that is only a multiple of 4: it is guarded per half
-    (`Sweeper.guard`).
-
-    Where only the dynamic row pitch keeps the width below the widest, the wider
-    width is returned and the proven one noted (`lw.memo[("proven", id(e))]`): the
-    sweep runs twice under a branch on the pitch (`versioned`), and anywhere it is
-    not versioned the access splits into pieces of the proven width.
-    """
-    proven, wider, dim = slice_widths(lw, e, shape, lets)
-    if wider > proven:
-        memo = getattr(lw, "memo", None)
-        if memo is not None:
-            memo[("proven", id(e))] = (proven, dim, wider)
-    return wider
-
-
-def slice_widths(lw, e, shape, lets) -> tuple:
-    """(the width proven, the width if the dynamic row pitch `N` were a multiple of 8
-    (`VERSION` elements of 16 bits: 16 bytes), and that extent (None: no version))."""
-    base, chain = _chain(e, lets)
-    dims = base.type.dims if hasattr(base.type, "dims") else ()
-    elem = elem_of(e.type)
-    v = max_vec_for((elem,))
-    own = tuple(e.type.dims)
-    if not shape or not own:
-        return 1, 1, None
-    if own[-1] == 1 and shape[-1] != 1:
-        return v, v, None  # broadcast along the row: one element a vector, no constraint
-    last = len(dims) - 1
-    start = bound = memory.BIG
-    for sl in chain:
-        sub = sl.subs[last]
-        start = gcd(start, lw.divisor(sub.start))
-        if sub.point:
-            return 1, 1, None
-        if sl is not chain[-1] and sub.extent is not None:
-            bound = gcd(bound, _dim_div(lw, sub.extent))
-    d_last = dims[last] if dims else 1
-    bound = gcd(bound, _dim_div(lw, d_last))
-    wider, dim = start, None
-    if not _fixed_rows(base, chain, own):
-        pitch = _dim_div(lw, d_last)
-        start = gcd(start, pitch)  # the row pitch
-        if isinstance(d_last, hir.Dyn) and pitch < VERSION:
-            wider, dim = gcd(wider, VERSION), d_last
-        else:
-            wider = start
-    proven = _fit(v, start, bound, shape)
-    versioned = _fit(v, wider, bound, shape)
-    return proven, versioned, dim if versioned > proven else None
-
-
-VERSION = 8  # the multiple a dynamic row pitch is tested for at run time (16 bytes of f16)
-
-
-def _fit(v, start, bound, shape) -> int:
-    """The widest of `v`, `v / 2`, ... that `start`, the last extent and `bound` allow."""
-    while v > 1 and (
-        start % v
-        or (isinstance(shape[-1], int) and shape[-1] % v)
-        or (bound % v and not (v == 8 and bound % 4 == 0))
-    ):
-        v //= 2
-    return v
-
-
-def _dim_div(lw, d) -> int:
-    if isinstance(d, int):
-        return d if d else memory.BIG
-    tile = lw.aligned.get(d.name)
-    if isinstance(tile, int) and tile > 0:
-        return max(4, tile & -tile)
-    return 4
-
-
-def memory_elems(e, lets) -> list[str]:
-    """The element types of the tensor slices (and views) the expression `e` reads."""
-    if isinstance(e.type, hir.Scalar):
-        return []
-    if isinstance(e, hir.Slice) or (
-        isinstance(e, hir.Ref) and (e.sym in lets or isinstance(e.sym.type, hir.TensorT))
-    ):
-        return [elem_of(e.type)]
-    parts = []
-    if isinstance(e, hir.Binary):
-        parts = [e.left, e.right]
-    elif isinstance(e, hir.Unary):
-        parts = [e.operand]
-    elif isinstance(e, hir.Convert):
-        parts = [e.value]
-    elif isinstance(e, hir.Builtin):
-        parts = list(e.args)
-    return [t for p in parts for t in memory_elems(p, lets)]
-
-
-def expr_vec(lw, e, shape, lets, packed: bool = False) -> int:
-    """The widest vector every slice read in the elementwise expression `e` allows.
-
-    `packed`: every slice the sweep touches holds 16-bit floats, so the sweep may run
-    8 elements a vector whatever types it computes in (registers hold them); otherwise
-    every value's type caps the width at 16 bytes, 4 elements at most.
-    """
-    v = max_vec(shape)
-    if isinstance(e.type, hir.Scalar):
-        return v
-    if not packed:
-        v = min(v, max_vec_for((elem_of(e.type),)), 4)
-    if isinstance(e, (hir.Slice,)) or (isinstance(e, hir.Ref) and e.sym in lets):
-        return min(v, slice_vec(lw, e, shape, lets))
-    if isinstance(e, hir.Ref):
-        return v
-    parts = []
-    if isinstance(e, hir.Binary):
-        parts = [e.left, e.right]
-    elif isinstance(e, hir.Unary):
-        parts = [e.operand]
-    elif isinstance(e, hir.Convert):
-        parts = [e.value]
-    elif isinstance(e, hir.Builtin):
-        parts = list(e.args)
-    for p in parts:
-        v = min(v, expr_vec(lw, p, shape, lets, packed))
-    return v
-
-
-# ---------------------------------------------------------------------------
-# Points: one register group of one thread
 
 
 @dataclass
@@ -815,49 +631,14 @@ def _whole(acc) -> bool:
 # Tile statements
 
 
-def tile_statement(lw, s) -> None:
-    """`var t = e`, `let t = e` (a tile value), `t = e`, `t op= e`, `X[..] = e`, `X[..] op= e`."""
-    from phobos.lower import reduce
-
-    if isinstance(s, (hir.VarDecl, hir.Let)):
-        tile = lw.tiles[s.sym]
-        declare(lw, tile)
-        if s.value is None:
-            if tile.place != "shared":  # every register holds a value before any read
-                zero = scalars.const(0, tile.elem)
-                regs = tile.regs if tile.place == "replicated" else sum(tile.regs, [])
-                for r in regs:
-                    lw.b.mov(r, scalars.materialize(lw.b, zero, tile.elem), _mov_type(r.type))
-            return
-        target, op, value = hir.Ref(s.sym, s.sym.type, s.sym.uni), "=", s.value
-    else:
-        target, op, value = s.target, s.op, s.value
-    if isinstance(value, hir.Builtin) and value.name in CONTRACTIONS:
-        from phobos.lower import contract
-
-        contract.product(lw, s, target, op, value)
-        return
-    from phobos.lower import shape as shape_ops
-
-    if op == "=" and shape_ops.takes(lw, value):  # shape built-ins, rows folded a warp each
-        shape_ops.lower(lw, value, target)
-        return
-    from phobos.lower import dynamic
-
-    if isinstance(value, hir.Builtin) and value.name in REDUCTIONS and op == "=":
-        if dynamic.is_dynamic(getattr(value.args[0].type, "dims", ())):
-            dynamic.row_reduction(lw, value, target)  # a strided fold over the row
-        else:
-            reduce.row_reduction(lw, value, target)
-        return
+def elementwise(lw, s, target, op, value, vec: int | None = None) -> None:
+    """`target op value` for an elementwise `value` over a static shape: one fused
+    sweep (the statement `s` names the plan's vector width and layout; `vec`, where
+    given, is the width of a sweep the lowering builds itself)."""
     shape = tuple(target.type.dims)
-    if dynamic.is_dynamic(shape):
-        dynamic.tile_statement(lw, s, target, op, value)  # a loop of run-time trip count
-        return
     tile = lw.tiles.get(target.sym) if isinstance(target, hir.Ref) else None
-    vec = lw.plan.vec.get(id(s), 1)
-    if isinstance(s, (hir.VarDecl, hir.Let)):
-        vec = lw.plan.vec.get(id(s), vec)
+    if vec is None:
+        vec = lw.plan.vec.get(id(s), 1)
     if tile is not None and tile.place == "registers":
         vec = tile.vec
     layout = lw.plan.layouts.get(id(s))
@@ -896,10 +677,10 @@ def tile_statement(lw, s) -> None:
     def commit(p, vals):
         if tile is not None and tile.place == "replicated":
             lw.b.mov(tile.regs[0], scalars.materialize(lw.b, vals[0], tile.elem),
-                     _mov_type(tile.regs[0].type))  # fmt: skip
+                     mov_type(tile.regs[0].type))  # fmt: skip
         elif tile is not None and tile.place == "registers":
             for r, v in zip(tile.regs[p.group], vals, strict=True):
-                lw.b.mov(r, scalars.materialize(lw.b, v, tile.elem), _mov_type(r.type))
+                lw.b.mov(r, scalars.materialize(lw.b, v, tile.elem), mov_type(r.type))
         else:
             sw.store(target_acc, p, vals)
 
@@ -907,7 +688,7 @@ def tile_statement(lw, s) -> None:
         for p in replicated_points(lw, shape):
             commit(p, evaluate(p))
         return
-    unroll_any = tile is not None and tile.place == "registers" or _reads_registers(lw, value)
+    unroll_any = tile is not None and tile.place == "registers" or reads_registers(lw, value)
     versioned(lw, sw, lambda: run(lw, shape, vec, evaluate, commit, unroll_any=unroll_any,
                                   layout=layout))  # fmt: skip
 
@@ -918,17 +699,11 @@ def _layout_key(tile, lw) -> tuple:
     return lay.key if isinstance(lay, Blocked) else ("sweep", tuple(tile.shape), tile.vec)
 
 
-def _reads_registers(lw, e) -> bool:
-    from phobos.lower.placement import _walk
-
+def reads_registers(lw, e) -> bool:
     return any(
         isinstance(n, hir.Ref) and getattr(lw.tiles.get(n.sym), "place", None) == "registers"
-        for n in _walk(e)
+        for n in walk(e)
     )
-
-
-def _mov_type(rt: str) -> str:
-    return {"f16": "b16", "bf16": "b16"}.get(rt, rt)
 
 
 def declare(lw, tile) -> None:

@@ -58,3 +58,13 @@ def index_reg(width: int) -> str:
 def elem_of(t) -> str:
     """The scalar type name of a hir type (a Scalar's own, a tensor's or tile's element)."""
     return t.name if hasattr(t, "name") else t.elem.name
+
+
+def mov_type(rt: str) -> str:
+    """The type a `mov` of a register of type `rt` is written with: a 16-bit float
+    moves as its bits.
+
+    >>> mov_type("f16"), mov_type("f32")
+    ('b16', 'f32')
+    """
+    return {"f16": "b16", "bf16": "b16"}.get(rt, rt)
