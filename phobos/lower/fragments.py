@@ -255,8 +255,9 @@ def ldmatrix_source(
 ) -> tuple[int, int]:
     """The operand (row, col) that element `col` of memory row `row` of matrix `matrix`
     becomes when one `ldmatrix` of `fragment.regs` matrices fills `fragment`, register i
-    from matrix i: `ldmatrix_m8n8` undone, then `fragment.place`. Only the plain form
-    fills an 8-bit fragment (ldmatrix moves 16-bit elements, `.trans` included).
+    from matrix i: `ldmatrix_m8n8` undone, then `fragment.place`. A memory row is 16
+    bytes: `col` counts its 16-bit elements (0-7) for a 16-bit fragment, its bytes (0-15)
+    for an 8-bit one, which only the plain form fills (`.trans` moves 16-bit elements).
 
     A row-major B (k x n) of m16n8k16 loaded with `.trans`: memory row r of matrix 1
     holds B[8 + r, 0:8].
@@ -271,7 +272,7 @@ def ldmatrix_source(
         if trans:  # element (row, col) lands in part row % 2 of lane 4 col + row // 2
             return fragment.place(4 * col + row // 2, matrix, row % 2)
         return fragment.place(4 * row + col // 2, matrix, col % 2)
-    if fragment.parts == 4 and not trans:  # a 16-bit element is two bytes of the word
+    if fragment.parts == 4 and not trans:  # a lane's word is four bytes of the row
         return fragment.place(4 * row + col // 4, matrix, col % 4)
     raise ValueError("`.trans` moves 16-bit elements: it does not fill an 8-bit fragment")
 
