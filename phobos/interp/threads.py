@@ -17,7 +17,8 @@ every running thread of the CTA reaches, a `shfl` that reads a lane not running 
 integer division by zero, a misaligned access. Modules: `threads_values` (types, bits,
 `cvt`), `threads_ops` (arithmetic, bits, comparisons, math), `threads_exec` (dispatch
 by op family), `threads_access` (ld, st, atom, red), `threads_warp` (shfl, vote),
-`threads_async` (cp_async and its groups), `threads_memory` (global memory).
+`threads_async` (cp_async and its groups), `threads_tensor` (ldmatrix, mma and WMMA, a
+warp at a time), `threads_memory` (global memory).
 
     >>> import numpy as np
     >>> from phobos.lower.lir import Block, Imm, Kernel, Param, Reg, inst
@@ -49,6 +50,7 @@ from phobos.interp.threads_async import AsyncOps, Copy
 from phobos.interp.threads_exec import InstOps
 from phobos.interp.threads_memory import GlobalMemory
 from phobos.interp.threads_ops import arith, compare
+from phobos.interp.threads_tensor import TensorOps
 from phobos.interp.threads_values import DTYPE, bits_of, immediate, reinterpret
 from phobos.interp.threads_warp import WarpOps
 from phobos.lower import lir
@@ -174,7 +176,7 @@ class _Loop:
         self.continued = np.zeros(threads, bool)
 
 
-class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps):
+class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps):
     """One CTA's run: its registers, shared memory and active threads."""
 
     def __init__(self, launch: _Launch, ctaid):

@@ -4,7 +4,7 @@
 instruction's span on any fault. The value families (arithmetic, bits, comparisons,
 conversions, math) read their operands in the instruction's type and write the result
 under the mask; memory is `threads_access`, warp ops `threads_warp`, asynchronous copies
-`threads_async`.
+`threads_async`, the tensor-core ops `threads_tensor`.
 
     >>> sorted(set(lir.OPS) - set(HANDLERS))
     []
@@ -23,7 +23,7 @@ from phobos.lower import lir
 HANDLERS: dict[str, str] = {op: "do_" + family for op, family in lir.OPS.items()}
 HANDLERS.update({"ld": "do_ld", "st": "do_st", "atom": "do_atom", "red": "do_atom"})
 HANDLERS.update({"shfl": "do_shfl", "vote": "do_vote", "bar": "do_bar", "fence": "do_fence"})
-HANDLERS.update({op: "do_" + op for op in lir.ASYNC})
+HANDLERS.update({op: "do_" + op for op in lir.ASYNC | lir.TENSOR})
 
 
 def _wide(t: str) -> str:
@@ -101,6 +101,8 @@ class InstOps:
         self.write(i.dests[0], np.where(c, a, b), t, mask)
 
     def do_convert(self, i: lir.Inst, mask) -> None:
+        if i.op == "cvt_x2":
+            return self._cvt_x2(i, mask)
         if i.op == "cvt":
             src, dst = i.attr("from_type"), self._type(i)
             x = self.value(i.srcs[0], src)
@@ -116,6 +118,14 @@ class InstOps:
             return
         t = self._type(i, i.dests[0].type)
         self.write(i.dests[0], self.value(i.srcs[0], t), t, mask)
+
+    def _cvt_x2(self, i: lir.Inst, mask) -> None:
+        """Two f32 rounded to f16 or bf16, the first into the low half of the word."""
+        t = self._type(i)
+        lo, hi = (cvt(self.value(v, "f32"), "f32", t, i.attr("rounding", "rn")) for v in i.srcs)
+        high = bits_of(hi, t).astype(np.uint32) << np.uint32(16)
+        word = bits_of(lo, t).astype(np.uint32) | high
+        self.write(i.dests[0], word, "b32", mask)
 
     def _pack(self, i: lir.Inst, mask) -> None:
         """`mov`/`bitcast` of several registers into one (low bits first) or back."""
