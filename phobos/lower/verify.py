@@ -310,7 +310,8 @@ class _Verifier:
 
     def regs_of(self, i: lir.Inst, regs, count: int, types: tuple[str, ...], what: str) -> None:
         if len(regs) != count or any(r.type not in types for r in regs):
-            self.fail(f"`{i.op}` has {count} {' or '.join(types)} registers for {what}", i)
+            verb = "writes" if what == "D" else "takes"
+            self.fail(f"`{i.op}` {verb} {count} {' or '.join(types)} registers for {what}", i)
 
     def check_ldmatrix(self, i: lir.Inst, type_: str | None) -> None:
         if i.attr("space") != "shared" or type_ != "b16":
@@ -330,6 +331,9 @@ class _Verifier:
             self.fail(f"`mma` has no form {key[0]} {key[1]} -> {key[2]}; it has {known}", i)
         acc = ("b32",) if type_ == "f16" else (type_,)
         na, nb, nc = form.a.regs, form.b.regs, form.c.regs
+        if len(i.srcs) != na + nb + nc:
+            self.fail(f"`mma` {key[0]} {key[1]} -> {key[2]} reads {na + nb + nc} registers "
+                      f"(A {na}, B {nb}, C {nc}), not {len(i.srcs)}", i)  # fmt: skip
         self.regs_of(i, i.srcs[:na], na, ("b32",), "A")
         self.regs_of(i, i.srcs[na : na + nb], nb, ("b32",), "B")
         self.regs_of(i, i.srcs[na + nb :], nc, acc, "C")
@@ -369,6 +373,8 @@ class _Verifier:
         self.wmma_common(i, ("alayout", "blayout"))
         if (type_, i.attr("from_type")) != ("f32", "f16"):
             self.fail("`wmma_mma` multiplies f16 into f32: `wmma_mma.f32.f16`", i)
+        if len(i.srcs) != 24:
+            self.fail(f"`wmma_mma` reads 24 registers (A 8, B 8, C 8), not {len(i.srcs)}", i)
         self.regs_of(i, i.srcs[:8], 8, ("b32",), "A")
         self.regs_of(i, i.srcs[8:16], 8, ("b32",), "B")
         self.regs_of(i, i.srcs[16:], 8, ("f32",), "C")
