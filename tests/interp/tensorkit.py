@@ -597,9 +597,81 @@ CASES = [
 ]
 
 
+# ---------------------------------------------------------------------------
+# ldmatrix alone: one warp stages 512 bytes (32 rows of eight 16-bit elements), lane l
+# gives the address `rows[l]` (any order: a matrix's rows need not be contiguous), and
+# every lane stores its registers to out[l].
+
+LDMATRIX = """kernel ldmatrix_x{n}{suffix}(%X: u64, %rows: u64, %out: u64) threads=32 smem=512 {{
+  shared tile @0 size=512 align=16
+  reg %t: u32
+  reg %o: u32
+  reg %x: u32
+  reg %go: u64
+  reg %ga: u64
+  reg %r0: b32
+  reg %r1: b32
+  reg %r2: b32
+  reg %r3: b32
+  %t = sreg.tid.x
+  %o = mul.u32 %t, 16:u32
+  %go = cvt.u64.u32 %o
+  %ga = add.u64 %X, %go
+  cp_async %o, %ga  [size=16]
+  cp_async_commit
+  cp_async_wait  [pending=0]
+  bar 0:u32
+{zeros}  %go = mul_wide.u32 %t, 4:u32
+  %ga = add.u64 %rows, %go
+  %x = ld.global.u32 %ga
+  {dests} = ldmatrix.shared.b16 %x  [trans={trans}]
+  %go = mul_wide.u32 %t, 16:u32
+  %ga = add.u64 %out, %go
+  st.global.v4.u32 %ga, %r0, %r1, %r2, %r3
+}}"""
+
+
+def ldmatrix_by_hand(halves, rows, n: int, trans: bool):
+    """What the PTX ISA says lane l receives: in register i, elements (l / 4, 2 (l % 4))
+    and (l / 4, 2 (l % 4) + 1) of matrix i, whose row r starts at byte rows[8 i + r]
+    (with .trans, elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4)), low first."""
+    out = np.zeros((32, 4), np.uint32)
+    for lane in range(32):
+        for i in range(n):
+            r, c = lane // 4, 2 * (lane % 4)
+            pairs = [(c, r), (c + 1, r)] if trans else [(r, c), (r, c + 1)]
+            lo, hi = (halves[rows[8 * i + row] // 2 + col] for row, col in pairs)
+            out[lane, i] = int(lo) | int(hi) << 16
+    return out
+
+
+def ldmatrix_case(n: int, trans: int) -> Case:
+    """ldmatrix.x`n` (with `.trans`): registers past the n-th stay 0."""
+    text = LDMATRIX.format(
+        n=n,
+        suffix="_trans" if trans else "",
+        trans=trans,
+        dests=", ".join(f"%r{k}" for k in range(n)),
+        zeros="".join(f"  %r{k} = mov.b32 0:b32\n" for k in range(n, 4)),
+    )
+
+    def inputs(rng):
+        halves = rng.integers(1, 1 << 16, 256).astype(np.uint16)
+        rows = (rng.permutation(32) * 16).astype(np.uint32)
+        # Only lanes 0 to 8n - 1 give addresses; the rest repeat theirs, as the ISA suggests.
+        rows[8 * n :] = np.resize(rows[: 8 * n], 32 - 8 * n)
+        arrays = {"X": halves, "rows": rows, "out": np.zeros((32, 4), np.uint32)}
+        return arrays, {"out": ldmatrix_by_hand(halves, rows, n, bool(trans))}
+
+    return Case(text.split("(")[0].split()[1], text, inputs, ("out",), threads=32, grid=1)
+
+
+LDMATRIX_CASES = [ldmatrix_case(n, trans) for n in (1, 2, 4) for trans in (0, 1)]
+
+
 def case(name: str) -> Case:
     """The case called `name`."""
-    return next(c for c in CASES if c.name == name)
+    return next(c for c in CASES + LDMATRIX_CASES if c.name == name)
 
 
 def agree(case: Case, got: dict, want: dict, card: bool = False) -> None:

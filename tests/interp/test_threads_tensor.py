@@ -123,68 +123,28 @@ def test_ldmatrix_address_is_what_the_kernels_spell():
 
 
 # ---------------------------------------------------------------------------
-# ldmatrix alone: one warp stages 512 bytes, each lane gives the address of the row
-# `rows[lane]` (any order: rows need not be contiguous), and every lane stores its
-# registers to out[lane].
-
-LDMATRIX = """kernel ld(%X: u64, %rows: u64, %out: u64) threads=32 smem=512 {{
-  shared tile @0 size=512 align=16
-  reg %t: u32
-  reg %o: u32
-  reg %x: u32
-  reg %go: u64
-  reg %ga: u64
-  reg %r0: b32
-  reg %r1: b32
-  reg %r2: b32
-  reg %r3: b32
-  %t = sreg.tid.x
-  %o = mul.u32 %t, 16:u32
-  %go = cvt.u64.u32 %o
-  %ga = add.u64 %X, %go
-  cp_async %o, %ga  [size=16]
-  cp_async_commit
-  cp_async_wait  [pending=0]
-  bar 0:u32
-  %go = mul_wide.u32 %t, 4:u32
-  %ga = add.u64 %rows, %go
-  %x = ld.global.u32 %ga
-  {dests} = ldmatrix.shared.b16 %x  [trans={trans}]
-  %go = mul_wide.u32 %t, 16:u32
-  %ga = add.u64 %out, %go
-  st.global.v4.u32 %ga, %r0, %r1, %r2, %r3
-}}"""
+# ldmatrix alone
 
 
-def ldmatrix_by_hand(halves, rows, n: int, trans: bool):
-    """What the PTX ISA says lane l receives: in register i, elements (l / 4, 2 (l % 4))
-    and (l / 4, 2 (l % 4) + 1) of matrix i, whose row r starts at byte rows[8 i + r]
-    (with .trans, elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4)), low first."""
-    out = np.zeros((32, 4), np.uint32)
-    for lane in range(32):
-        for i in range(n):
-            r, c = lane // 4, 2 * (lane % 4)
-            pairs = [(c, r), (c + 1, r)] if trans else [(r, c), (r, c + 1)]
-            lo, hi = (halves[rows[8 * i + row] // 2 + col] for row, col in pairs)
-            out[lane, i] = int(lo) | int(hi) << 16
-    return out
+@pytest.mark.parametrize("case", tensorkit.LDMATRIX_CASES, ids=lambda c: c.name)
+def test_ldmatrix_alone_is_what_the_isa_says(case):
+    arrays, want = case.inputs(np.random.default_rng(len(case.name)))
+    # Lanes past the 8n whose addresses ldmatrix reads give nonsense: nobody reads them.
+    n = int(case.name.split("_x")[1][0])
+    arrays["rows"][8 * n :] = 0xFFFF_FFF0
+    got, report = run(case.kernel(), arrays, check_races=True)
+    tensorkit.agree(case, got, want)
+    assert report.race_free
 
 
-@pytest.mark.parametrize("trans", [0, 1])
-@pytest.mark.parametrize("n", [1, 2, 4])
-def test_ldmatrix_alone_is_what_the_isa_says(n, trans):
-    rng = np.random.default_rng(n + 10 * trans)
-    halves = rng.integers(1, 1 << 16, 256).astype(np.uint16)  # 32 rows of 8
-    rows = (rng.permutation(32) * 16).astype(np.uint32)
-    # Lanes past the 8n that give addresses are read by no one: give them nonsense.
-    rows[8 * n :] = 0xFFFF_FFF0
-    dests = ", ".join(f"%r{k}" for k in range(n))
-    prelude = "".join(f"  %r{k} = mov.b32 0:b32\n" for k in range(n, 4))
-    text = LDMATRIX.format(dests=dests, trans=trans).replace(
-        "  %x = ld.global.u32 %ga\n", "  %x = ld.global.u32 %ga\n" + prelude
-    )
-    got, _ = run(kernel(text), {"X": halves, "rows": rows, "out": np.zeros((32, 4), np.uint32)})
-    np.testing.assert_array_equal(got["out"], ldmatrix_by_hand(halves, rows, n, bool(trans)))
+def test_a_misaligned_ldmatrix_row_stops():
+    case = tensorkit.case("ldmatrix_x4")
+    arrays, _ = case.inputs(np.random.default_rng(0))
+    arrays["rows"][9] = 148
+    with pytest.raises(
+        InterpError, match="thread 9 of block .* gives row address 148, not 16-byte"
+    ):
+        run(case.kernel(), arrays)
 
 
 # ---------------------------------------------------------------------------
@@ -285,17 +245,6 @@ def test_a_short_last_warp_stops():
     arrays = small.inputs(np.random.default_rng(0))[0]
     with pytest.raises(InterpError, match="warp 1 of the block's 48 threads has 16 lanes"):
         run(kernel(text), arrays, 2)
-
-
-def test_a_misaligned_ldmatrix_row_stops():
-    text = LDMATRIX.format(dests="%r0, %r1, %r2, %r3", trans=0)
-    rows = (np.arange(32) * 16).astype(np.uint32)
-    rows[9] += 4
-    arrays = {"X": np.ones(256, np.uint16), "rows": rows, "out": np.zeros((32, 4), np.uint32)}
-    with pytest.raises(
-        InterpError, match="thread 9 of block .* gives row address 148, not 16-byte"
-    ):
-        run(kernel(text), arrays)
 
 
 def wmma_text():

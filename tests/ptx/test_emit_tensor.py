@@ -122,7 +122,8 @@ def test_it_assembles(arch, assemble):
 
 @pytest.mark.parametrize("arch", ("sm_80", "sm_90"))
 def test_the_kernels_the_card_runs_assemble(arch, assemble):
-    assemble(emit_module([case.kernel() for case in tensorkit.CASES], arch), arch)
+    cases = tensorkit.CASES + tensorkit.LDMATRIX_CASES
+    assemble(emit_module([case.kernel() for case in cases], arch), arch)
 
 
 def test_wmma_shared_memory_is_declared_32_byte_aligned():
