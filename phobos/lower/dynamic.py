@@ -407,7 +407,7 @@ def tile_statement(lw, s, target, op, value) -> None:
     dims = tuple(target.type.dims)
     if isinstance(target, hir.Ref) and target.sym in lw.tiles:
         raise NotLowered("a tile with an extent bound at launch", s.span, code="E0513")
-    vec = lw.plan.vec.get(id(s), 1)
+    vec = lw.plan.vec.get(s.label, 1)
     sw = Sweeper(lw, dims, vec)
     sw.prepare(value, dims)
     if op != "=":
@@ -441,7 +441,7 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
     arg = e.args[0]
     dims = tuple(arg.type.dims)
     rows = _rows(dims)
-    vec = lw.plan.vec.get(id(e), 1)
+    vec = lw.plan.vec.get(e.label, 1)
     src = elem_of(arg.type)
     acc_t = reduce.ACC[src]
     out_t = elem_of(e.type)

@@ -85,6 +85,7 @@ class Lowering:
         self.divs: dict[hir.Sym, int] = {}
         self.var_regs: set[str] = set()  # registers that belong to a `var`
         self.memo: dict = {}
+        self.widened: dict = {}  # label of a slice -> its widths (`widths.slice_vec`)
         self.whole_tiles: dict = {}  # loop Sym -> (extent register, step): `phobos.lower.loopsplit`
         self.prefetch = None  # the innermost loop's `phobos.lower.prefetch.Prefetcher`
         variant = dict(k.variant)

@@ -172,8 +172,8 @@ def plan_text(lw, plan) -> str:
     """The `place` pass's output as text: `--emit place`.
 
     A field keyed by tile lists each tile with its fields; one keyed by the node it
-    decides for (a sweep's vector width, say) lists its values in the order the
-    planner made them; a list of buffers gives one a line.
+    decides for (a sweep's vector width, say) lists `#label: value`, the label the
+    node carries in `--emit normalise`; a list of buffers gives one a line.
     """
     lines = [f"plan {lw.k.name}  // chip {getattr(lw, 'chip', '-')}"]
     for f in fields(plan):
@@ -182,6 +182,9 @@ def plan_text(lw, plan) -> str:
             lines.append(f"  {f.name}:")
             for sym, item in value.items():
                 lines.append(f"    {sym.name}: {_fields(item, sym)}")
+        elif isinstance(value, dict) and all(isinstance(k, int) for k in value):
+            shown = ", ".join(f"#{k}: {_value(v)}" for k, v in value.items())
+            lines.append(f"  {f.name}: {{{shown}}}")  # keyed by the hir's labels (`#n`)
         elif isinstance(value, dict):
             shown = ", ".join(_value(v) for v in value.values())
             lines.append(f"  {f.name}: [{shown}]")

@@ -71,7 +71,7 @@ class Ring:
         for st in loop.body.stmts:
             tile = lw.tiles.get(getattr(st, "sym", None))
             if isinstance(st, hir.VarDecl) and tile is not None and tile.stages == 2:
-                vec = lw.plan.vec.get(id(st), 1)
+                vec = lw.plan.vec.get(st.label, 1)
                 if Sweep(tile.shape, lw.threads, vec).groups <= UNROLL:
                     self.staged.append(Staged(st, tile, vec))
 

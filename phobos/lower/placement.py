@@ -41,6 +41,7 @@ from math import prod
 from phobos.lower import alloc, dynamic
 from phobos.lower import shape as shape_ops
 from phobos.lower.errors import NotLowered
+from phobos.lower.hirwalk import numbered
 from phobos.lower.hirwalk import walk as _walk
 from phobos.lower.kinds import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, max_vec
 from phobos.lower.layout import Blocked, Sweep
@@ -118,12 +119,17 @@ class Tile:
 @dataclass
 class Plan:
     tiles: dict = field(default_factory=dict)  # Sym -> Tile
-    vec: dict = field(default_factory=dict)  # id(sweep node) -> vector width
-    layouts: dict = field(default_factory=dict)  # id(sweep node) -> Blocked, where not a sweep
+    # Decisions for a node are keyed by its label (`hirwalk.numbered`; `#n` in the
+    # normalised hir's text).
+    vec: dict = field(default_factory=dict)  # label of a sweep's node -> vector width
+    layouts: dict = field(default_factory=dict)  # label -> Blocked, where not a sweep
     shared: list = field(default_factory=list)
     smem: int = 0
     scratch: SharedBuffer | None = None  # the reductions' exchange buffer
-    stages: dict = field(default_factory=dict)  # id(node) -> staging buffer (`shape`)
+    stages: dict = field(default_factory=dict)  # label -> staging buffer (`shape`)
+    # label of a slice -> (proven width, the dynamic pitch, the width taken): a sweep
+    # versioned on that pitch (`widths.slice_vec`)
+    widened: dict = field(default_factory=dict)
     slots: tuple = ()  # the scratch's slots (views of its bytes), taken in turn
     exchanges: int = 0  # CTA exchanges lowered so far
 
@@ -157,7 +163,7 @@ def normalize(body: hir.Block) -> hir.Block:
     _VIEWS.clear()
     _VIEWS.update(_stageable_views(body))
     try:
-        return _normalize(body)
+        return numbered(_normalize(body))
     finally:
         _VIEWS.clear()
 
@@ -336,7 +342,7 @@ class _Planner:
         self.tiles: dict = {}  # Sym -> (shape, elem)
         self.decl_order: list = []
         self.other: dict = {}  # Sym -> why it cannot be in registers
-        self.sweeps: dict = {}  # id(node) -> _Sweep
+        self.sweeps: dict = {}  # label of the node -> _Sweep
         self.lets: dict = {}  # Sym -> value of a let view
         self.spans: dict = {}  # Sym -> (first, last) statement numbers
         self.loops: list = []  # statement number where each open loop began
@@ -609,7 +615,7 @@ class _Planner:
         lw = self.lw
         vec = max_vec(shape)
         sw = _Sweep(shape, vec)
-        self.sweeps[id(node)] = sw
+        self.sweeps[_label(node)] = sw
         elems = memory_elems(value, self.lets)
         to_tensor = target is not None and not (
             isinstance(target, hir.Ref) and target.sym in self.tiles
@@ -693,7 +699,7 @@ class _Planner:
                         vec_of[s], changed = v, True
             if not changed:
                 break
-        plan = Plan()
+        plan = Plan(widened=lw.widened)
         requests = []
         for sym in self.decl_order:
             shape, elem = self.tiles[sym]
@@ -735,12 +741,12 @@ class _Planner:
                     # ring's bytes are live from the loop's first statement to its last.
                     _, first, last = self.rings[sym]
                 requests.append((sym, tile.nbytes * tile.stages, first, last))
-        for sw_id, sw in self.sweeps.items():
-            plan.vec[sw_id] = sw.vec
+        for label, sw in self.sweeps.items():
+            plan.vec[label] = sw.vec
             micro = [plan.tiles[s].micro for s in sw.full if s in plan.tiles]
             micro = [m for m in micro if m is not None]
             if micro:
-                plan.layouts[sw_id] = Blocked(sw.shape, threads, *micro[0], sw.vec)
+                plan.layouts[label] = Blocked(sw.shape, threads, *micro[0], sw.vec)
         names = [(f"tile_{s.name}_{i}", size, f, la) for i, (s, size, f, la) in enumerate(requests)]
         exchange = bool(self.reductions) or self.cta_folds
         if exchange:
@@ -748,7 +754,7 @@ class _Planner:
                                       for _, shape, sw in self.reductions]
                                      + [_scratch_bytes(lw, (1, 1), 1)]))  # fmt: skip
             turns = 2 if len(self.reductions) + self.cta_folds > 1 else 1
-        staged = shape_ops.stage_requests(self, lambda node: self.sweeps[id(node)].vec)
+        staged = shape_ops.stage_requests(self, lambda node: self.sweeps[_label(node)].vec)
         names += [r[1:] for r in staged]
         if exchange:
             names.append(("scratch", slot * turns, 0, self.n + 1))
@@ -787,7 +793,7 @@ class _Planner:
         if ring is None or os.environ.get("PHOBOS_RING", "1") == "0":  # off: to measure
             return False
         st, start, end = ring
-        vec = self.sweeps[id(st)].vec if id(st) in self.sweeps else 1
+        vec = self.sweeps[st.label].vec if st.label in self.sweeps else 1
         return start <= first and last <= end and vec * BYTES[tile.elem] in (4, 8, 16)
 
     def blocked(self, cand) -> dict:
@@ -870,6 +876,14 @@ def _is_tile_slice(e, tiles) -> bool:
     while isinstance(e, hir.Slice):
         e = e.base
     return isinstance(e, hir.Ref) and e.sym in tiles
+
+
+def _label(node) -> int:
+    """The key of `node`'s decisions: its number from `normalize` (every node the
+    planner decides for was numbered there)."""
+    if node.label is None:
+        raise AssertionError(f"the planner met a node `normalize` did not number: {node!r}")
+    return node.label
 
 
 def plan(lw, body: hir.Block) -> Plan:

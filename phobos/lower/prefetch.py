@@ -98,7 +98,7 @@ class Prefetcher:
                     return
                 if sym in local and sym is not self.loop.var:
                     return
-        vec = lw.plan.vec.get(id(st), 1)
+        vec = lw.plan.vec.get(st.label, 1)
         lay = Sweep(tile.shape, lw.threads, vec)
         if lay.groups > UNROLL:
             return

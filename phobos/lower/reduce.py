@@ -228,7 +228,7 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
     op = ROW_OP[name]
     arg = e.args[0]
     R, C = arg.type.dims
-    vec = lw.plan.vec.get(id(e), 1)
+    vec = lw.plan.vec.get(e.label, 1)
     T = lw.threads
     tv = T * vec
     src = elem_of(arg.type)

@@ -73,7 +73,7 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
     src = elem_of(arg.type)
     out_t = elem_of(e.type)
     buf = staging.buffer_of(lw, e)
-    vec = lw.plan.vec.get(id(e), 1)
+    vec = lw.plan.vec.get(e.label, 1)
     staged = staging.stage(lw, arg, buf, vec)
     b, t = lw.b, lw.idx
     warps = lw.threads // 32
@@ -81,7 +81,7 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
     everyone = tile is not None and tile.place == "replicated"
     if tile is not None:
         declare(lw, tile)
-    lw.tracker.access(buf, "read", ("rowfold", id(e)))
+    lw.tracker.access(buf, "read", ("rowfold", e.label))
     target_acc = None
     if not everyone:
         if tile is not None and tile.place != "shared":

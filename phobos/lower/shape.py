@@ -192,7 +192,7 @@ def stage_requests(planner, vec_of) -> list:
                 message=f"`{value.name}` of a {dims} tile stages {size} bytes through shared "
                 f"memory, more than the static {alloc.STATIC_LIMIT}",
             )
-        out.append((id(value), f"stage_{value.name}_{len(out)}", size, n, n))
+        out.append((value.label, f"stage_{value.name}_{len(out)}", size, n, n))
     return out
 
 
@@ -204,7 +204,7 @@ def takes(lw, value) -> bool:
     """Whether `target = value` is lowered here (or by `rowfold`)."""
     if not isinstance(value, hir.Builtin):
         return False
-    return value.name in OPS or id(value) in lw.plan.stages
+    return value.name in OPS or value.label in lw.plan.stages
 
 
 def lower(lw, value: hir.Builtin, target) -> None:
@@ -234,7 +234,7 @@ def transpose(lw, value, target) -> None:
     r, c = arg.type.dims
     elem = elem_of(arg.type)
     buf = buffer_of(lw, value)
-    vec = lw.plan.vec.get(id(value), 1)
+    vec = lw.plan.vec.get(value.label, 1)
     p = pitch(c, vec, elem)
     stage(lw, arg, buf, vec, p)
     log.debug("`transpose` of [%d, %d]: staged at row pitch %d (vector width %d), read "
@@ -251,10 +251,10 @@ def cumsum(lw, value, target) -> None:
     if acc_t is None:
         raise NotLowered(f"`cumsum` of `{elem}`", value.span)
     buf = buffer_of(lw, value)
-    vec = lw.plan.vec.get(id(value), 1)
+    vec = lw.plan.vec.get(value.label, 1)
     staged = stage(lw, arg, buf, vec)
     b, t, T = lw.b, lw.idx, lw.threads
-    key = ("columns", id(value))
+    key = ("columns", value.label)
     lw.tracker.access(buf, "read", key)
     lw.tracker.access(buf, "write", key)
     blocks = -(-c // T)
@@ -290,10 +290,10 @@ def gather(lw, value, target) -> None:
     table, idx = value.args
     elem = elem_of(table.type)
     buf = buffer_of(lw, value)
-    staged = stage(lw, table, buf, lw.plan.vec.get(id(value), 1))
+    staged = stage(lw, table, buf, lw.plan.vec.get(value.label, 1))
     b = lw.b
     shape = tuple(idx.type.dims)
-    vec = lw.plan.vec.get(id(idx), 1)
+    vec = lw.plan.vec.get(idx.label, 1)
     tile = lw.tiles.get(target.sym) if isinstance(target, hir.Ref) else None
     if tile is not None and tile.place == "registers":
         raise NotLowered("`gather` into a register tile", value.span)
@@ -302,7 +302,7 @@ def gather(lw, value, target) -> None:
     sw = Sweeper(lw, shape, vec)
     sw.prepare(idx, shape)
     sw.note_reads()
-    lw.tracker.access(buf, "read", ("gather", id(value)))
+    lw.tracker.access(buf, "read", ("gather", value.label))
     target_acc = None
     if tile is None or tile.place == "shared":
         target_acc = tile.access() if tile is not None else memory.resolve(lw, target)

@@ -25,7 +25,7 @@ def temp(prefix: str, kind: str, type_, uni) -> hir.Sym:
 
 
 def buffer_of(lw, value) -> lir.SharedBuffer:
-    buf = lw.plan.stages.get(id(value))
+    buf = lw.plan.stages.get(value.label)
     if buf is None:
         raise NotLowered(f"`{value.name}` without its staging buffer", value.span)
     return buf

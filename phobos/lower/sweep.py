@@ -294,7 +294,7 @@ class Sweeper:
     def note_width(self, e, acc) -> None:
         """Where placement widened `e`'s vectors past what is proven (`slice_vec`), its
         accesses split to the proven width unless the sweep runs `wide`."""
-        noted = self.lw.memo.get(("proven", id(e)))
+        noted = self.lw.widened.get(e.label)
         if noted is None or acc.space != "global":
             return
         proven, dim, wider = noted
@@ -638,10 +638,10 @@ def elementwise(lw, s, target, op, value, vec: int | None = None) -> None:
     shape = tuple(target.type.dims)
     tile = lw.tiles.get(target.sym) if isinstance(target, hir.Ref) else None
     if vec is None:
-        vec = lw.plan.vec.get(id(s), 1)
+        vec = lw.plan.vec.get(s.label, 1)
     if tile is not None and tile.place == "registers":
         vec = tile.vec
-    layout = lw.plan.layouts.get(id(s))
+    layout = lw.plan.layouts.get(s.label)
     if tile is not None and tile.micro is not None:
         layout = tile.layout(lw.threads)
     if layout is not None:

@@ -86,15 +86,15 @@ def slice_vec(lw, e, shape, lets) -> int:
     (`Sweeper.guard`).
 
     Where only the dynamic row pitch keeps the width below the widest, the wider
-    width is returned and the proven one noted (`lw.memo[("proven", id(e))]`): the
+    width is returned and the proven one noted (`Plan.widened`, under `e`'s label): the
     sweep runs twice under a branch on the pitch (`versioned`), and anywhere it is
     not versioned the access splits into pieces of the proven width.
     """
     proven, wider, dim = slice_widths(lw, e, shape, lets)
     if wider > proven:
-        memo = getattr(lw, "memo", None)
-        if memo is not None:
-            memo[("proven", id(e))] = (proven, dim, wider)
+        widened = getattr(lw, "widened", None)
+        if widened is not None:
+            widened[e.label] = (proven, dim, wider)
     return wider
 
 

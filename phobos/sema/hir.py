@@ -110,6 +110,9 @@ class Sym:
 @dataclass(frozen=True)
 class Expr:
     span: Span | None = field(default=None, kw_only=True, compare=False, repr=False)
+    # The node's number in the lowering's numbering (`number`): the key the plan's
+    # decisions for it are recorded under, printed by `dump` as `#n`. None before.
+    label: int | None = field(default=None, kw_only=True, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -220,6 +223,7 @@ class Builtin(Expr):
 @dataclass(frozen=True)
 class Stmt:
     span: Span | None = field(default=None, kw_only=True, compare=False, repr=False)
+    label: int | None = field(default=None, kw_only=True, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -368,11 +372,20 @@ def _expr(e) -> str:
     if isinstance(e, Builtin):
         config = ", ".join(f"{k} {_expr(v) if isinstance(v, Expr) else v}" for k, v in e.config)
         head = f"{e.name}<{config}>" if config else e.name
+        if e.label is not None:
+            head += f"#{e.label}"
         return f"{head}({', '.join(_expr(a) for a in e.args)}): {e.type}"
     return repr(e)
 
 
 def _dump(node, depth: int, out: list[str]) -> None:
+    start = len(out)
+    _dump_node(node, depth, out)
+    if isinstance(node, Stmt) and node.label is not None and not isinstance(node, Block):
+        out[start] += f"  // #{node.label}"
+
+
+def _dump_node(node, depth: int, out: list[str]) -> None:
     pad = "  " * depth
     if isinstance(node, Kernel):
         params = ", ".join(f"{_sym(p)}: {p.type}" for p in node.params)

@@ -13,6 +13,7 @@ from pathlib import Path
 LOWER = Path(__file__).resolve().parents[2] / "phobos" / "lower"
 PACKAGE = "phobos.lower"
 
+
 def import_graph() -> dict[str, set[str]]:
     """Module name -> the `phobos.lower` modules it imports (anywhere in its file)."""
     modules = {p.stem for p in LOWER.glob("*.py") if p.stem != "__init__"}

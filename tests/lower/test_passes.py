@@ -57,9 +57,20 @@ def test_normalise_binds_a_nested_reduction_to_a_tile_of_its_own():
     p, lw, body = seen[0]
     text = p.text(lw, body)
     assert text.startswith("kernel k(X: ")
-    temp = re.search(r"var (rowsum_\d+): tile<f32>\[16, 1\] = rowsum\(t\)", text)
+    temp = re.search(r"var (rowsum_\d+): tile<f32>\[16, 1\] = rowsum#\d+\(t\)", text)
     assert temp, text  # moved out of the sum, into a tile of its own
     assert f"(t + {temp.group(1)}: tile<f32>[16, 64])" in text
+
+
+def test_every_decision_is_keyed_by_a_label_the_normalised_hir_prints():
+    _, seen = lowered_with_passes(STAGED)
+    (_, lw, body), (_, _, plan) = seen[0], seen[1]
+    labels = {int(n) for n in re.findall(r"#(\d+)", seen[0][0].text(lw, body))}
+    assert plan.vec and set(plan.vec) <= labels
+    assert set(plan.layouts) | set(plan.stages) | set(plan.widened) <= labels
+    text = seen[1][0].text(lw, plan)
+    line = next(x for x in text.splitlines() if x.startswith("  vec: "))
+    assert all(f"#{n}: " in line for n in plan.vec)
 
 
 def test_the_chip_is_an_input_of_the_lowering():
@@ -108,7 +119,7 @@ def test_the_plan_text_shows_new_fields_without_a_change():
         "plan q  // chip sm_90a\n"
         "  tiles:\n"
         "    a: place='registers' swizzle=128\n"
-        "  vec: [4, 8]\n"
+        "  vec: {#1: 4, #2: 8}\n"
         "  rings: 2\n"
     )
 
