@@ -72,7 +72,7 @@ class Tile:
     regs: list | None = None
     pitch: int | None = None  # the row pitch in elements where padded (`@padstage`)
     micro: tuple[int, int] | None = None  # (tm, tn): a product's `Blocked` register layout
-    stages: int = 1  # buffers of `nbytes` each: 2 for a loop's cp.async ring
+    stages: int = 1  # buffers of `nbytes` each: 2 to `MAX_STAGES` for a loop's cp.async ring
     base: object = None  # while a ring turns: the register holding this turn's stage
 
     @property
@@ -355,6 +355,7 @@ class _Planner:
         self.flat_read: set = set()  # tiles read through `flat`: their bytes are one row
         self.products: set = set()  # tiles a `dot`/`dot_t` writes
         self.rings: dict = {}  # staging tile Sym -> (statement, loop's first, last statement)
+        self.depth = ring_depth()  # the stages a ring gets; fewer where they do not fit
 
     # -- walking -------------------------------------------------------------
 
@@ -736,7 +737,7 @@ class _Planner:
                 tile.pitch = self.pad(sym, shape, elem)
                 first, last = self.spans.get(sym, (0, 0))
                 if self.ring_fits(sym, tile, first, last):
-                    tile.stages = 2
+                    tile.stages = self.depth
                     # The next turn's copies are in flight through the whole turn: the
                     # ring's bytes are live from the loop's first statement to its last.
                     _, first, last = self.rings[sym]
@@ -771,9 +772,13 @@ class _Planner:
         plan.smem = total
         dyn = bool(getattr(lw.k.attrs, "dynshared", False))
         if total > alloc.STATIC_LIMIT and not dyn and self.rings:
-            log.debug("no cp.async ring: its second stages would need %d bytes of shared "
-                      "memory, more than the static %d", total, alloc.STATIC_LIMIT)  # fmt: skip
-            self.rings = {}
+            log.debug("%d cp.async stages need %d bytes of shared memory, more than the "
+                      "static %d", self.depth, total, alloc.STATIC_LIMIT)  # fmt: skip
+            if self.depth > 2:
+                self.depth -= 1
+            else:
+                log.debug("no cp.async ring: its second stages do not fit")
+                self.rings = {}
             return self.decide()
         if total > alloc.STATIC_LIMIT and not dyn:
             raise NotLowered(
@@ -876,6 +881,23 @@ def _is_tile_slice(e, tiles) -> bool:
     while isinstance(e, hir.Slice):
         e = e.base
     return isinstance(e, hir.Ref) and e.sym in tiles
+
+
+MAX_STAGES = 2  # the deepest cp.async ring (the ring turns two stages)
+
+
+def ring_depth() -> int:
+    """The stages a loop's cp.async ring starts from: `MAX_STAGES`, or `PHOBOS_STAGES`
+    where set (2 to `MAX_STAGES`: to measure one depth against another). The planner
+    takes one fewer at a time until the kernel's shared memory fits.
+
+    >>> ring_depth() in range(2, MAX_STAGES + 1)
+    True
+    """
+    asked = os.environ.get("PHOBOS_STAGES", "")
+    if asked.isdigit():
+        return min(max(int(asked), 2), MAX_STAGES)
+    return MAX_STAGES
 
 
 def _label(node) -> int:
