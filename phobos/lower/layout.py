@@ -2,8 +2,8 @@
 
 A layout maps (thread, register index) to a tile coordinate, and back. Every
 placement speaks it: an elementwise sweep walks a thread's registers of a `Sweep`
-layout, a row reduction folds the lanes of a `Rows` layout, and mma fragments will
-be layouts of their own. Moving a tile from one layout to another is one explicit
+layout, a row reduction folds the lanes of a `Rows` layout, and a tensor-core product's
+accumulator is an `MmaAcc` (mma.sync's C fragments, a block of them a warp). Moving a tile from one layout to another is one explicit
 step of the lowering (through shared memory or shuffles), never implicit.
 
     >>> lay = Sweep((4, 8), threads=4, vec=4)
@@ -18,7 +18,10 @@ step of the lowering (through shared memory or shuffles), never implicit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from math import prod
+
+from phobos.lower.fragments import c_m16n8k16
 
 
 @dataclass(frozen=True)
@@ -254,7 +257,149 @@ class Blocked:
         return cls(tuple(shape), threads, tm, tn, _gcd(vec, tn))
 
 
-Layout = Sweep | Rows | Blocked
+@dataclass(frozen=True)
+class MmaAcc:
+    """A rank-2 f32 tile held as mma.sync m16n8k16 accumulators: the CTA's warps form a
+    `warps_m` x `warps_n` grid over the tile, warp `w` owning the block at row
+    `(w // warps_n) * wm`, column `(w % warps_n) * wn` (`wm = M / warps_m`,
+    `wn = N / warps_n`), cut into `wm / 16` x `wn / 8` fragments of 16 x 8. A thread's
+    registers are its C fragments in row-major order of the fragments, four each, in the
+    PTX ISA's order (`fragments.c_m16n8k16`: c0 c1 at row g, columns 2t and 2t + 1; c2 c3
+    eight rows below). Register groups are `vec` consecutive registers (1 or 2): with 2, a
+    group is a column pair of one row, so a sweep reads and writes it as one 8-byte vector.
+
+    Every thread holds elements (the warps tile the tile exactly), and a thread's
+    coordinates are its origin (`thread_origin`) plus a constant of the register
+    (`offset`), which is how a sweep emits them: the origin once at entry.
+
+    >>> lay = MmaAcc((32, 16), threads=64, warps_m=2, warps_n=1)
+    >>> lay.frags, lay.regs_per_thread, lay.groups
+    (2, 8, 4)
+    >>> lay.coord(5, 0), lay.coord(5, 3), lay.coord(37, 4), lay.owner((25, 11))
+    ((1, 2), (9, 3), (17, 10), (37, 7))
+    """
+
+    shape: tuple[int, int]
+    threads: int
+    warps_m: int
+    warps_n: int
+    vec: int = 2
+
+    def __post_init__(self) -> None:
+        m, n = self.shape
+        if self.threads != 32 * self.warps_m * self.warps_n:
+            raise ValueError(f"{self.threads} threads are not a {self.warps_m}x{self.warps_n} "
+                             "grid of warps")  # fmt: skip
+        if m % (16 * self.warps_m) or n % (8 * self.warps_n) or self.vec not in (1, 2):
+            raise ValueError(f"{self.warps_m}x{self.warps_n} warps of 16x8 fragments (vector "
+                             f"{self.vec}) do not tile {list(self.shape)}")  # fmt: skip
+
+    @property
+    def wm(self) -> int:
+        """Rows of a warp's block."""
+        return self.shape[0] // self.warps_m
+
+    @property
+    def wn(self) -> int:
+        """Columns of a warp's block."""
+        return self.shape[1] // self.warps_n
+
+    @property
+    def frags_n(self) -> int:
+        """Fragments across a warp's block."""
+        return self.wn // 8
+
+    @property
+    def frags(self) -> int:
+        """Fragments a warp holds: (wm / 16) x (wn / 8)."""
+        return (self.wm // 16) * self.frags_n
+
+    @property
+    def regs_per_thread(self) -> int:
+        return 4 * self.frags
+
+    @property
+    def groups(self) -> int:
+        return self.regs_per_thread // self.vec
+
+    @property
+    def whole(self) -> bool:
+        return True
+
+    @property
+    def key(self) -> tuple:
+        """What two accesses compare to know they share a layout (the barrier pass)."""
+        return ("mma", self.shape, self.warps_m, self.warps_n, self.vec)
+
+    def fragment(self, q: int) -> tuple[int, int]:
+        """The (row, col) of fragment `q`'s first element in its warp's block."""
+        i, j = divmod(q, self.frags_n)
+        return 16 * i, 8 * j
+
+    def thread_origin(self, thread: int) -> tuple[int, int]:
+        """The coordinate `thread` holds in register 0."""
+        warp, lane = divmod(thread, 32)
+        wr, wc = divmod(warp, self.warps_n)
+        row, col = c_m16n8k16(lane, 0)
+        return wr * self.wm + row, wc * self.wn + col
+
+    def offset(self, reg: int) -> tuple[int, int]:
+        """Register `reg`'s coordinate less register 0's, the same in every thread."""
+        q, c = divmod(reg, 4)
+        fr, fc = self.fragment(q)
+        row, col = c_m16n8k16(0, c)
+        return fr + row, fc + col
+
+    def coord(self, thread: int, reg: int) -> tuple[int, int] | None:
+        if not (0 <= thread < self.threads and 0 <= reg < self.regs_per_thread):
+            return None
+        (r0, c0), (dr, dc) = self.thread_origin(thread), self.offset(reg)
+        return r0 + dr, c0 + dc
+
+    def owner(self, coord: tuple[int, int]) -> tuple[int, int]:
+        row, col = coord
+        (wr, r), (wc, c) = divmod(row, self.wm), divmod(col, self.wn)
+        q = (r // 16) * self.frags_n + c // 8
+        lane, reg = _c_owner()[(r % 16, c % 8)]
+        return 32 * (wr * self.warps_n + wc) + lane, 4 * q + reg
+
+    @classmethod
+    def choose(cls, shape, threads: int) -> MmaAcc | None:
+        """The warp grid for an accumulator of `shape` on `threads` threads, or None when
+        no grid of all the CTA's warps tiles it with 16 x 8 fragments: the fewest
+        ldmatrix loads per mma (a warp loads `wm / 16` A fragments and `wn / 16` pairs of
+        B fragments a k step for `(wm / 16) (wn / 8)` mma), then the wider warp block.
+
+        >>> MmaAcc.choose((64, 64), 128)
+        MmaAcc(shape=(64, 64), threads=128, warps_m=2, warps_n=2, vec=2)
+        >>> MmaAcc.choose((16, 8), 64) is None
+        True
+        """
+        m, n = shape
+        warps, rest = divmod(threads, 32)
+        if rest or not warps:
+            return None
+        best = None
+        for wa in range(1, warps + 1):
+            wb, left = divmod(warps, wa)
+            if left or m % (16 * wa) or n % (8 * wb):
+                continue
+            fm, fn = m // wa // 16, n // wb // 8
+            score = ((fm + fn / 2) / (fm * fn), -fn)
+            if best is None or score < best[0]:
+                best = (score, wa, wb)
+        if best is None:
+            return None
+        return cls(tuple(shape), threads, best[1], best[2])
+
+
+@cache
+def _c_owner() -> dict:
+    """(row, col) of a 16 x 8 C fragment -> (lane, register), the ISA's table inverted."""
+    return {c_m16n8k16(lane, reg): (lane, reg) for lane in range(32) for reg in range(4)}
+
+
+Layout = Sweep | Rows | Blocked | MmaAcc
 
 
 def _gcd(a: int, b: int) -> int:
