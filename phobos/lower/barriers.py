@@ -29,6 +29,16 @@ before the divergent region, which orders everything pending from before that po
 An access that meets only another access made inside the divergent region gets no
 barrier: both are per-thread accesses, which SPEC.md leaves to the program.
 
+Asynchronous copies (cp.async): a copy's bytes land only when its thread waits for its
+group, and other threads see them only after a barrier. The tracker keeps the groups in
+flight (`copy_async`, `commit`); an access that meets bytes still in flight gets a
+`cp_async_wait` first, its count the number of younger groups that may stay in flight,
+and a barrier after it. A loop's ring of stages (`phobos.lower.pipeline`) names its stages
+by `Slot(buffer, turns)`, the stage a turn `turns` ahead of this one reads; while the ring
+turns, the ring tile's own accesses are of `Slot(buffer, 0)`, and `rotate` moves every
+record one turn on at the end of a turn. Bytes of a ring still in flight when its loop
+ends are waited for before anything else touches them.
+
     >>> class Lw:
     ...     from phobos.lower.builder import Builder
     ...     b = Builder()
@@ -38,6 +48,10 @@ barrier: both are per-thread accesses, which SPEC.md leaves to the program.
     >>> t.access("tile_a", "read", ("rows", (8, 64)))       # other threads: a barrier
     >>> t.count
     1
+    >>> t.copy_async("tile_b"); t.commit()                  # one group in flight
+    >>> t.access("tile_b", "read", ("sweep", (8, 64), 4))   # waits for it, then meets
+    >>> [i.op for i in Lw.b.stack[-1]][-3:], t.count
+    (['cp_async_commit', 'cp_async_wait', 'bar'], 2)
 """
 
 from __future__ import annotations
@@ -52,6 +66,16 @@ from phobos.lower.lir import Imm
 
 log = logging.getLogger("phobos.lower")
 ANY = "*"  # a buffer or layout that stands for every one
+
+
+ASYNC = ("async",)  # the layout of a cp.async write: no thread reads it as its own
+
+
+class Slot(NamedTuple):
+    """A ring's stage: the bytes of `buffer` that the turn `turns` ahead reads."""
+
+    buffer: object
+    turns: int
 
 
 class Pending(NamedTuple):
@@ -101,10 +125,18 @@ class Tracker:
         self.sticky: list[int] = []  # loop depths whose rest a jump made divergent
         self.ifs: list[tuple[Anchor, int]] = []  # each open `if`: its anchor, loop depth
         self.watches: list[EntryWatch] = []  # each open uniform loop's entry barrier
+        self.flight: list[list] = []  # committed groups of async copies, oldest first
+        self.open: list = []  # what the copies issued since the last commit write
+        self.rings: dict[str, int] = {}  # buffer name -> stages, while its ring turns
 
     def _overlap(self, x, y) -> bool:
         if x == ANY or y == ANY:
             return True
+        if x is y or x == y:
+            return True
+        if isinstance(x, Slot) and isinstance(y, Slot) and x.buffer == y.buffer:
+            return x.turns == y.turns  # two stages of one ring: apart
+        x, y = getattr(x, "buffer", x), getattr(y, "buffer", y)  # a stage: its ring's bytes
         if x is y or x == y:
             return True
         xo, xs = getattr(x, "offset", None), getattr(x, "size", None)
@@ -127,7 +159,10 @@ class Tracker:
 
     def access(self, buffer, kind: str, layout) -> None:
         """Record an access of `buffer` (a SharedBuffer) by `layout`; insert a barrier first
-        when it meets another layout's access since the last one."""
+        when it meets another layout's access since the last one (a wait and a barrier
+        when it meets bytes still in flight)."""
+        buffer = self._stage(buffer)
+        self.landed(buffer)
         met = [p for p in self.pending if self._meets(buffer, kind, layout, p)]
         if met:
             name = getattr(buffer, "name", buffer)
@@ -142,6 +177,71 @@ class Tracker:
                 log.debug("no barrier for `%s` under varying control: per-thread accesses "
                           "inside one divergent region", name)  # fmt: skip
         self._note(buffer, kind, layout)
+
+    # -- asynchronous copies ----------------------------------------------------
+
+    def _stage(self, buffer):
+        """A ring tile's buffer, while its ring turns, as this turn's stage."""
+        name = getattr(buffer, "name", None)
+        if name in self.rings and not isinstance(buffer, Slot):
+            return Slot(buffer, 0)
+        return buffer
+
+    def copy_async(self, dst) -> None:
+        """A cp.async into `dst` (a buffer or a `Slot`) is about to be emitted: ordered
+        after every access of those bytes by other threads (a barrier where one is
+        pending), then in flight in the open group."""
+        dst = self._stage(dst)
+        met = [p for p in self.pending if self._meets(dst, "write", ASYNC, p)]
+        if met:
+            log.debug("barrier before cp.async into `%s`: read by other threads since the last",
+                      getattr(dst, "name", dst))  # fmt: skip
+            if self.anchor is None:
+                self.barrier()
+            else:
+                self.hoist()
+        self.open.append(dst)
+
+    def commit(self) -> None:
+        """`cp_async_commit`: the open copies become one group (an empty one too: the
+        wait counts groups, so every thread commits the same number)."""
+        self.lw.b.emit("cp_async_commit")
+        self.flight.append(self.open)
+        self.open = []
+
+    def landed(self, buffer) -> None:
+        """Before an access of `buffer`: where copies in flight write its bytes, wait for
+        the youngest group among them (the younger groups stay in flight) and meet."""
+        if any(self._overlap(buffer, d) for d in self.open):
+            self.commit()  # a copy cannot be waited for before its group is closed
+        hit = [
+            g for g, group in enumerate(self.flight) if any(self._overlap(buffer, d) for d in group)
+        ]
+        if not hit:
+            return
+        newest = hit[-1]
+        keep = len(self.flight) - 1 - newest
+        self.lw.b.emit("cp_async_wait", pending=keep)
+        log.debug("cp.async wait (%d groups left in flight) and a barrier before `%s`: its "
+                  "bytes were in flight", keep, getattr(buffer, "name", buffer))  # fmt: skip
+        del self.flight[: newest + 1]
+        if self.anchor is None:
+            self.barrier()
+        else:
+            self.hoist()
+
+    def rotate(self, buffer, stages: int) -> None:
+        """A ring's turn ends: each stage of `buffer` is one turn nearer (the stage this
+        turn read is the one `stages - 1` turns ahead)."""
+
+        def on(x):
+            if isinstance(x, Slot) and x.buffer == buffer:
+                return Slot(buffer, (x.turns - 1) % stages)
+            return x
+
+        self.flight = [[on(d) for d in group] for group in self.flight]
+        self.open = [on(d) for d in self.open]
+        self.pending = [p._replace(buffer=on(p.buffer)) for p in self.pending]
 
     def _note(self, buffer, kind: str, layout) -> None:
         """Record an access as pending, with no check against what is pending."""

@@ -467,7 +467,7 @@ class Lowering:
     @contextmanager
     def prefetching(self, s: hir.For, lo, hi, step, varying: bool):
         """While `s`'s body is lowered, its staging statements run a turn ahead: by a
-        cp.async ring where placement gave their tiles two stages
+        cp.async ring where placement gave their tiles stages of their own
         (`phobos.lower.pipeline`), else through registers (`phobos.lower.prefetch`);
         only in a uniform loop with a constant step. Yields the ring (its `top` and
         `bottom` open and close each turn) or None."""

@@ -1,27 +1,29 @@
-"""A loop's staging as a two-stage cp.async ring: the next turn's tiles copy straight
-into a second shared buffer while this turn computes on the first.
+"""A loop's staging as a ring of cp.async stages: the next turns' tiles copy straight into
+stages of their own while this turn computes on the first.
 
-`placement` gives each qualifying staging tile (`_Planner.ring_candidates`) two stages
-of its bytes when they fit the shared memory. The loop
+`placement` gives each qualifying staging tile (`_Planner.ring_candidates`) S stages of
+its bytes (2 to `placement.MAX_STAGES`, as many as fit the shared memory). The loop
 
-    for kt in range(lo, hi, S) { var a = A[.., kt :+ S]; ...; acc += dot(a, b) }
+    for kt in range(lo, hi, T) { var a = A[.., kt :+ T]; ...; acc += dot(a, b) }
 
 then lowers to
 
-    cp.async a's stage 0 <- A[.., lo :+ S]   (where lo < hi); commit
+    for j in 0 .. S-2: cp.async a's stage j <- A[.., lo + j T :+ T] (where in range); commit
     for kt ... {
-      cp.async.wait_group 0; bar.sync         // this turn's bytes landed, for every thread;
+      cp.async.wait_group S-2; bar.sync       // this turn's bytes landed, for every thread;
                                               // every thread is done with the last turn's
-      if kt + S < hi { cp.async a's other stage <- A[.., kt + S :+ S] }; commit
+      if kt + (S-1) T < hi { cp.async stage (this-1) <- A[.., kt + (S-1) T :+ T] }; commit
       ...                                     // the statements read this turn's stage
-      swap the stages
+      the stages turn one on
     }
 
-One barrier a turn, no registers held for the copy, and the copy in flight during the
-turn. Each copy moves one vector of the statement's sweep (4, 8 or 16 bytes); where the
-vector lies past the tensor its source size is 0, so the stage reads zeros there, as
-SPEC.md's "past the end reads 0" says. The copy of a vector the sweep does not have (a
-group the threads do not fill) is not issued.
+One barrier a turn, no registers held for the copies, S-1 turns of copies in flight. The
+wait and the barrier are the tracker's (`phobos.lower.barriers`): the ring announces the
+read of this turn's stage, and the tracker, which knows which groups of copies write
+which stage, waits for just that group. Each copy moves one vector of the statement's
+sweep (4, 8 or 16 bytes); where the vector lies past the tensor its source size is 0, so
+the stage reads zeros there, as SPEC.md's "past the end reads 0" says. The copy of a
+vector the sweep does not have (a group the threads do not fill) is not issued.
 
     >>> Ring.__name__
     'Ring'
@@ -33,6 +35,7 @@ import logging
 from dataclasses import dataclass
 
 from phobos.lower import scalars
+from phobos.lower.barriers import Slot
 from phobos.lower.errors import NotLowered
 from phobos.lower.layout import Sweep
 from phobos.lower.lir import If, Imm, Reg
@@ -50,6 +53,7 @@ class Staged:
     tile: object
     vec: int
     stage: Reg | None = None  # this turn's stage (a shared address)
+    last: Reg | None = None  # the stage the last turn read: the next copies' target
 
 
 class Ring:
@@ -70,7 +74,7 @@ class Ring:
         }
         for st in loop.body.stmts:
             tile = lw.tiles.get(getattr(st, "sym", None))
-            if isinstance(st, hir.VarDecl) and tile is not None and tile.stages == 2:
+            if isinstance(st, hir.VarDecl) and tile is not None and tile.stages >= 2:
                 vec = lw.plan.vec.get(st.label, 1)
                 if Sweep(tile.shape, lw.threads, vec).groups <= UNROLL:
                     self.staged.append(Staged(st, tile, vec))
@@ -80,48 +84,73 @@ class Ring:
 
     # -- around the loop -----------------------------------------------------
 
+    @property
+    def stages(self) -> int:
+        return self.staged[0].tile.stages
+
     def prologue(self, lo) -> None:
-        """Stage 0 of every ring tile gets the first turn's copies."""
+        """Stages 0 .. S-2 get the first S-1 turns' copies, a group each."""
         lw, b = self.lw, self.lw.b
         et = elem_of(self.loop.var.type)
-        first = scalars.materialize(b, scalars.binary(b, "<", lo, self.hi, et), "bool")
         for st in self.staged:
-            st.stage = b.copy(Imm(st.tile.buffer.offset, "u32"), "u32", hint="stage")
-        with b.region() as body:
-            for st in self.staged:
-                self._copy(st, lo, Imm(st.tile.buffer.offset, "u32"))
-        b.add(If(first, body.block, None, span=b.span))
-        b.emit("cp_async_commit")
+            base = st.tile.buffer.offset
+            st.stage = b.copy(Imm(base, "u32"), "u32", hint="stage")
+            st.last = b.copy(Imm(base + (self.stages - 1) * st.tile.nbytes, "u32"), "u32",
+                             hint="stage")  # fmt: skip
+        for j in range(self.stages - 1):
+            at = scalars.binary(b, "+", lo, Imm(j * self.step, lo.type), et) if j else lo
+            inside = scalars.materialize(b, scalars.binary(b, "<", at, self.hi, et), "bool")
+            with b.region() as body:
+                for st in self.staged:
+                    at_j = (
+                        st.stage
+                        if j == 0
+                        else Imm(st.tile.buffer.offset + j * st.tile.nbytes, "u32")
+                    )
+                    self._copy(st, at, at_j, Slot(st.tile.buffer, j))
+            b.add(If(inside, body.block, None, span=b.span))
+            lw.tracker.commit()
         for st in self.staged:
-            log.debug("`%s`: `%s` staged by a two-stage cp.async ring (%d bytes a stage)",
-                      lw.k.name, st.tile.sym.name, st.tile.nbytes)  # fmt: skip
+            lw.tracker.rings[st.tile.buffer.name] = self.stages
+            log.debug("`%s`: `%s` staged by a %d-stage cp.async ring (%d bytes a stage)",
+                      lw.k.name, st.tile.sym.name, self.stages, st.tile.nbytes)  # fmt: skip
 
     def top(self) -> None:
-        """A turn's start: wait for its bytes, meet, start the next turn's copies."""
+        """A turn's start: its stages landed for every thread (the tracker's wait and
+        barrier), then the copies of the turn S-1 ahead into the stage the last turn
+        read."""
         lw, b = self.lw, self.lw.b
-        b.emit("cp_async_wait", pending=0)
-        lw.tracker.barrier()
+        for st in self.staged:
+            lw.tracker.landed(Slot(st.tile.buffer, 0))
         var = lw.env[self.loop.var]
         et = elem_of(self.loop.var.type)
-        nxt = scalars.binary(b, "+", var, Imm(self.step, var.type), et)
+        ahead = Imm((self.stages - 1) * self.step, var.type)
+        nxt = scalars.binary(b, "+", var, ahead, et)
         more = scalars.materialize(b, scalars.binary(b, "<", nxt, self.hi, et), "bool")
         with b.region() as body:
             for st in self.staged:
-                self._copy(st, nxt, self._other(st))
+                self._copy(st, nxt, st.last, Slot(st.tile.buffer, self.stages - 1))
         b.add(If(more, body.block, None, span=b.span))
-        b.emit("cp_async_commit")
+        lw.tracker.commit()
         for st in self.staged:
             st.tile.base = st.stage
 
     def bottom(self) -> None:
-        """A turn's end: the stages swap."""
+        """A turn's end: every stage one turn on."""
         b = self.lw.b
         for st in self.staged:
-            b.mov(st.stage, self._other(st), "u32")
+            lo, n = st.tile.buffer.offset, st.tile.nbytes
+            b.mov(st.last, st.stage, "u32")
+            step = b.op("add", "u32", st.stage, Imm(n, "u32"), hint="stage")
+            wrap = b.op("setp", "pred", step, Imm(lo + self.stages * n, "u32"), cmp="eq",
+                        type="u32")  # fmt: skip
+            b.mov(st.stage, scalars.select(b, wrap, Imm(lo, "u32"), step, "u32"), "u32")
+            self.lw.tracker.rotate(st.tile.buffer, self.stages)
 
     def close(self) -> None:
         for st in self.staged:
             st.tile.base = None
+            self.lw.tracker.rings.pop(st.tile.buffer.name, None)
 
     def lower(self, s) -> bool:
         """A ring's staging statement emits nothing where it stands: its stage is ready."""
@@ -129,21 +158,16 @@ class Ring:
 
     # -- the copies ----------------------------------------------------------
 
-    def _other(self, st: Staged) -> Reg:
-        """The stage this turn does not read: stage 0 + stage 1 - this one."""
-        lo = st.tile.buffer.offset
-        both = Imm(2 * lo + st.tile.nbytes, "u32")
-        return self.lw.b.op("sub", "u32", both, st.stage, hint="stage")
-
-    def _copy(self, st: Staged, at, dst_base) -> None:
+    def _copy(self, st: Staged, at, dst_base, slot) -> None:
         """cp.async of the statement's slice at loop value `at` into the stage at
-        `dst_base`, one vector of its sweep a copy."""
+        `dst_base` (the tracker's `slot`), one vector of its sweep a copy."""
         lw, b = self.lw, self.lw.b
+        lw.tracker.copy_async(slot)
         saved = lw.env.get(self.loop.var)
         lw.env[self.loop.var] = at
         tile = st.tile
         saved_base = tile.base
-        tile.base = dst_base if isinstance(dst_base, Reg) else None
+        tile.base = dst_base  # a register, or an offset known here (a stage of the prologue)
         try:
             shape = tile.shape
             value = _expand(st.stmt.value, self.views)

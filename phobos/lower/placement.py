@@ -44,7 +44,7 @@ from phobos.lower.errors import NotLowered
 from phobos.lower.hirwalk import numbered
 from phobos.lower.hirwalk import walk as _walk
 from phobos.lower.kinds import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, max_vec
-from phobos.lower.layout import Blocked, Sweep
+from phobos.lower.layout import Blocked, MmaAcc, Sweep
 from phobos.lower.lir import Imm, SharedBuffer
 from phobos.lower.types import BYTES, elem_of
 from phobos.lower.widths import PACKED, expr_vec, max_vec_for, memory_elems, slice_vec
@@ -72,6 +72,7 @@ class Tile:
     regs: list | None = None
     pitch: int | None = None  # the row pitch in elements where padded (`@padstage`)
     micro: tuple[int, int] | None = None  # (tm, tn): a product's `Blocked` register layout
+    mma: tuple[int, int] | None = None  # (warps_m, warps_n): a tensor-core product's `MmaAcc`
     stages: int = 1  # buffers of `nbytes` each: 2 to `MAX_STAGES` for a loop's cp.async ring
     base: object = None  # while a ring turns: the register holding this turn's stage
 
@@ -89,12 +90,19 @@ class Tile:
         """The bytes the tile takes in shared memory (its padding included)."""
         return prod(self.shape[:-1]) * self.row_pitch * BYTES[self.elem]
 
-    def layout(self, threads: int) -> Sweep | Blocked:
-        """The register layout: `Blocked` for a product kept where it is computed,
-        else the sweep."""
+    def layout(self, threads: int) -> Sweep | Blocked | MmaAcc:
+        """The register layout: `Blocked` for a product kept where it is computed on
+        FMA, `MmaAcc` for one computed by mma.sync, else the sweep."""
         if self.micro is not None:
             return Blocked(self.shape, threads, *self.micro, self.vec)
+        if self.mma is not None:
+            return MmaAcc(self.shape, threads, *self.mma, self.vec)
         return Sweep(self.shape, threads, self.vec)
+
+    @property
+    def kept(self) -> bool:
+        """Whether the tile is held in a product's register layout (not the sweep's)."""
+        return self.micro is not None or self.mma is not None
 
     def access(self):
         from phobos.lower.memory import BIG, Access
@@ -122,7 +130,8 @@ class Plan:
     # Decisions for a node are keyed by its label (`hirwalk.numbered`; `#n` in the
     # normalised hir's text).
     vec: dict = field(default_factory=dict)  # label of a sweep's node -> vector width
-    layouts: dict = field(default_factory=dict)  # label -> Blocked, where not a sweep
+    layouts: dict = field(default_factory=dict)  # label -> Blocked or MmaAcc, where not a sweep
+    paths: dict = field(default_factory=dict)  # label of a `dot` -> its path (`PATHS`)
     shared: list = field(default_factory=list)
     smem: int = 0
     scratch: SharedBuffer | None = None  # the reductions' exchange buffer
@@ -356,6 +365,9 @@ class _Planner:
         self.products: set = set()  # tiles a `dot`/`dot_t` writes
         self.rings: dict = {}  # staging tile Sym -> (statement, loop's first, last statement)
         self.depth = ring_depth()  # the stages a ring gets; fewer where they do not fit
+        self.dots: list = []  # (the `dot` node, its target's Sym, under a varying branch)
+        self.varying = 0  # branches open whose condition may differ within a warp
+        self.paths: dict = {}  # label of a `dot` -> (path, why): `tensor_cores`
 
     # -- walking -------------------------------------------------------------
 
@@ -441,13 +453,19 @@ class _Planner:
             return
         if isinstance(s, hir.While):
             self.scalar_uses(s.cond)
+            varying = s.cond.uni > hir.WARP  # mma.sync needs the whole warp
+            self.varying += varying
             self.loop(s.body)
+            self.varying -= varying
             return
         if isinstance(s, hir.If):
             self.scalar_uses(s.cond)
+            varying = s.cond.uni > hir.WARP
+            self.varying += varying
             self.block(s.then)
             if s.orelse is not None:
                 self.block(s.orelse)
+            self.varying -= varying
             return
         if isinstance(s, hir.ExprStmt):
             self.scalar_uses(s.expr)
@@ -611,6 +629,7 @@ class _Planner:
             raise NotLowered(f"`{value.name}` into one of its own operands", s.span)
         self.touch(sym)
         self.products.add(sym)
+        self.dots.append((value, sym, self.varying > 0))
 
     def sweep(self, node, shape, value, target=None) -> _Sweep:
         lw = self.lw
@@ -680,8 +699,8 @@ class _Planner:
         blocked = self.blocked(cand)
         # One vector width per register tile: the narrowest of its sweeps, to a fixpoint.
         vec_of = {s: max_vec(self.tiles[s][0]) for s in cand}
-        for sym, micro in blocked.items():
-            vec_of[sym] = min(vec_of[sym], micro[1])
+        for sym, lay in blocked.items():
+            vec_of[sym] = min(vec_of[sym], lay.tn if isinstance(lay, Blocked) else lay.vec)
         # A sweep over a shared tile keeps to 16 bytes an access of it (8 elements a
         # vector is for 16-bit floats only).
         for sw in self.sweeps.values():
@@ -715,7 +734,7 @@ class _Planner:
             if place == "registers":
                 lay = Sweep(shape, threads, vec)
                 if sym in blocked:
-                    lay = Blocked(shape, threads, *blocked[sym], vec)
+                    lay = replace(blocked[sym], vec=vec)
                 if lay.regs_per_thread > MAX_TILE_REGS:
                     place = "shared"
                     reason = f"{lay.regs_per_thread} elements a thread, more than {MAX_TILE_REGS}"
@@ -728,13 +747,16 @@ class _Planner:
                     f"{reason}",
                 )
             tile = Tile(sym, shape, elem, place, vec, reason)
-            if place == "registers" and sym in blocked:
-                tile.micro = blocked[sym]
+            if place == "registers" and isinstance(blocked.get(sym), Blocked):
+                tile.micro = (blocked[sym].tm, blocked[sym].tn)
+            elif place == "registers" and isinstance(blocked.get(sym), MmaAcc):
+                tile.mma = (blocked[sym].warps_m, blocked[sym].warps_n)
             plan.tiles[sym] = tile
             log.debug("tile `%s` %s: %s (vector width %d%s)", sym.name, place, reason, vec,
-                      f", micro-tile {tile.micro[0]}x{tile.micro[1]}" if tile.micro else "")  # fmt: skip
+                      f", micro-tile {tile.micro[0]}x{tile.micro[1]}" if tile.micro else
+                      ", mma.sync fragments" if tile.mma else "")  # fmt: skip
             if place == "shared":
-                tile.pitch = self.pad(sym, shape, elem)
+                tile.pitch = self.pad(sym, shape, elem) or self.ldmatrix_pitch(sym, shape, elem)
                 first, last = self.spans.get(sym, (0, 0))
                 if self.ring_fits(sym, tile, first, last):
                     tile.stages = self.depth
@@ -744,10 +766,13 @@ class _Planner:
                 requests.append((sym, tile.nbytes * tile.stages, first, last))
         for label, sw in self.sweeps.items():
             plan.vec[label] = sw.vec
-            micro = [plan.tiles[s].micro for s in sw.full if s in plan.tiles]
-            micro = [m for m in micro if m is not None]
-            if micro:
-                plan.layouts[label] = Blocked(sw.shape, threads, *micro[0], sw.vec)
+            kept = [plan.tiles[s] for s in sw.full if s in plan.tiles and plan.tiles[s].kept]
+            if kept:
+                plan.layouts[label] = replace(kept[0].layout(threads), vec=sw.vec)
+        for e, sym, _ in self.dots:
+            path, why = self.paths.get(e.label) or ("fma", self.fma_reason(sym, plan))
+            plan.paths[e.label] = path
+            log.debug("%s #%d: %s: %s", e.name, e.label, _PATH_NAMES[path], why)
         names = [(f"tile_{s.name}_{i}", size, f, la) for i, (s, size, f, la) in enumerate(requests)]
         exchange = bool(self.reductions) or self.cta_folds
         if exchange:
@@ -802,12 +827,13 @@ class _Planner:
         return start <= first and last <= end and vec * BYTES[tile.elem] in (4, 8, 16)
 
     def blocked(self, cand) -> dict:
-        """The register tiles kept in a product's `Blocked` layout, Sym -> (tm, tn): every
-        product written into a register tile, and every register tile a sweep over
-        one of those reads or writes whole (a sweep runs in one layout). A row
-        reduction reads its argument in the sweep's layout, so a product it reads is
-        stored to shared memory (`cand` is updated), as is one with more registers than
-        a thread may keep."""
+        """The register tiles kept in a product's layout, Sym -> `Blocked` or `MmaAcc`:
+        every product written into a register tile, and every register tile a sweep over
+        one of those reads or writes whole (a sweep runs in one layout). The tiles of
+        one such group are on tensor cores together or on FMA together
+        (`tensor_cores`). A row reduction reads its argument in the sweep's layout, so a
+        product it reads is stored to shared memory (`cand` is updated), as is one with
+        more registers than a thread may keep."""
         threads = self.lw.threads
         reduced = {s for _, _, sw in self.reductions for s in sw.full}
         out: dict = {}
@@ -823,13 +849,14 @@ class _Planner:
                             if s not in out:
                                 out[s], grew = None, True
             demote = {}
+            mma = self.tensor_cores(out)
             for s in out:
                 shape = self.tiles[s][0]
                 if len(shape) != 2:
                     demote[s] = "a product of rank other than 2 is swept from shared memory"
                     continue
-                lay = Blocked.choose(shape, threads)
-                out[s] = (lay.tm, lay.tn)
+                lay = mma.get(s) or Blocked.choose(shape, threads)
+                out[s] = lay
                 if s in reduced:
                     demote[s] = "a row reduction reads the product in another layout"
                 elif lay.regs_per_thread > MAX_TILE_REGS:
@@ -841,6 +868,119 @@ class _Planner:
                 cand[s] = "shared"
                 self.other.setdefault(s, why)
         return {}
+
+
+    def tensor_cores(self, out) -> dict:
+        """The tiles of `out` kept as mma.sync accumulators, Sym -> `MmaAcc`: the groups
+        of tiles swept together whose every product qualifies (`mma_refusal`) and whose
+        accumulator the CTA's warps tile. Each product's path and why go to `paths`."""
+        group = {s: s for s in out}
+
+        def find(s):
+            while group[s] is not s:
+                s = group[s]
+            return s
+
+        for sw in self.sweeps.values():
+            regs = [s for s in sw.full if s in out]
+            for s in regs[1:]:
+                group[find(s)] = find(regs[0])
+        members: dict = {}
+        for s in out:
+            members.setdefault(find(s), []).append(s)
+        dots = [(e, sym, varying) for e, sym, varying in self.dots if sym in out]
+        self.paths = {}
+        layouts = {}
+        for root, syms in members.items():
+            mine = [(e, sym, varying) for e, sym, varying in dots if find(sym) is root]
+            if not mine:
+                continue
+            refusals = {e.label: self.mma_refusal(e, varying) for e, _, varying in mine}
+            lay = None
+            if not any(refusals.values()):
+                shape = self.tiles[root][0]
+                lay = MmaAcc.choose(shape, self.lw.threads)
+                why = (f"the CTA's {self.lw.threads // 32} warps do not tile {list(shape)} "
+                       "with 16x8 fragments" if lay is None else None)  # fmt: skip
+                if lay is not None and lay.regs_per_thread > MAX_TILE_REGS:
+                    why = (f"the accumulator takes {lay.regs_per_thread} registers a thread, "
+                           f"more than {MAX_TILE_REGS}")  # fmt: skip
+                    lay = None
+                if why:
+                    refusals = dict.fromkeys(refusals, why)
+            for e, _, _ in mine:
+                if lay is not None:
+                    ab = self.tiles[e.args[0].sym][1]
+                    self.paths[e.label] = (
+                        f"mma.m16n8k16.{ab}",
+                        f"{self.lw.threads // 32} warps of {lay.wm}x{lay.wn}, "
+                        f"{lay.frags} fragments a warp",
+                    )
+                else:
+                    why = refusals[e.label] or next(r for r in refusals.values() if r)
+                    if not refusals[e.label]:
+                        why = f"its accumulator is swept with a product on FMA ({why})"
+                    self.paths[e.label] = ("fma", why)
+            if lay is not None:
+                layouts.update(dict.fromkeys(syms, lay))
+        return layouts
+
+    def mma_refusal(self, e, varying: bool) -> str | None:
+        """Why the product `e` does not run on mma.sync m16n8k16, or None: it needs
+        `@tensorcore`, sm_80, f16 or bf16 operands summed into f32, M and K multiples of
+        16, N of 8, and every lane of the warp (no branch that may split a warp)."""
+        attr = getattr(self.lw.k.attrs, "tensorcore", None)
+        if not attr:
+            return "no @tensorcore"
+        if attr == "wmma":
+            return "@tensorcore(wmma): the WMMA path is not lowered yet"
+        chip = self.lw.chip
+        if not (chip.startswith("sm_") and chip[3:5].isdigit() and int(chip[3:5]) >= 80):
+            return f"mma.sync m16n8k16 needs sm_80, not {chip}"
+        a, b = (self.tiles.get(x.sym) for x in e.args)
+        ab = a[1] if a else "?"
+        out = elem_of(e.type)
+        if not (a and b and ab in ("f16", "bf16") and b[1] == ab and out == "f32"):
+            return f"operands of `{ab}` into `{out}` (mma.sync takes f16 or bf16 into f32)"
+        (m, k), n = a[0], b[0][0] if e.name == "dot_t" else b[0][1]
+        for name, extent, unit in (("M", m, 16), ("N", n, 8), ("K", k, 16)):
+            if extent % unit:
+                return f"{name} = {extent} is not a multiple of {unit}"
+        if varying:
+            return "under a branch the lanes of a warp may not all take"
+        return None
+
+    def fma_reason(self, sym, plan) -> str:
+        """Why a product not grouped with register tiles runs on FMA."""
+        tile = plan.tiles.get(sym)
+        if tile is None or tile.place == "registers":
+            return "no @tensorcore" if not getattr(self.lw.k.attrs, "tensorcore", None) else ""
+        return f"its target is {tile.place} ({tile.reason})"
+
+    def ldmatrix_pitch(self, sym, shape, elem) -> int | None:
+        """The row pitch of a shared operand of a product on mma.sync: its rows padded by
+        16 bytes where they are an even number of 16-byte chunks, so the 8 rows of an
+        ldmatrix matrix (16 bytes each, at one column) fall in 8 distinct chunks of the
+        32 banks' 128 bytes (`mma.conflict_free`)."""
+        if sym in self.flat_read or len(shape) != 2:
+            return None
+        mma = {x.sym for e, _, _ in self.dots
+               if self.paths.get(e.label, ("fma",))[0] != "fma" for x in e.args}  # fmt: skip
+        row = shape[-1] * BYTES[elem]
+        if sym not in mma or row % 16 or (row // 16) % 2:
+            return None
+        pitch = shape[-1] + 16 // BYTES[elem]
+        log.debug("mma operand `%s`: rows of %d bytes padded to a pitch of %d elements, for "
+                  "ldmatrix", sym.name, row, pitch)  # fmt: skip
+        return pitch
+
+
+# The paths of a product (`Plan.paths`), as the log names them.
+_PATH_NAMES = {
+    "fma": "FMA",
+    "mma.m16n8k16.f16": "mma.sync m16n8k16 f16 -> f32",
+    "mma.m16n8k16.bf16": "mma.sync m16n8k16 bf16 -> f32",
+}
 
 
 def written_tensors(body) -> set:
@@ -883,7 +1023,7 @@ def _is_tile_slice(e, tiles) -> bool:
     return isinstance(e, hir.Ref) and e.sym in tiles
 
 
-MAX_STAGES = 2  # the deepest cp.async ring (the ring turns two stages)
+MAX_STAGES = 4  # the deepest cp.async ring: three turns of copies in flight
 
 
 def ring_depth() -> int:

@@ -8,6 +8,7 @@ from filecheck import filecheck
 from lowerkit import lowered, ops, ptxas, run_both, text
 
 from phobos.lower.layout import Blocked
+from phobos.lower.lir import For
 from phobos.ptx.emit import emit_module
 
 rng = np.random.default_rng(11)
@@ -30,8 +31,10 @@ def agree(got, want, rtol=2e-5, atol=2e-5):
 # A GEMM main loop over a dynamic K with ragged M, N and K: the accumulator stays in the
 # registers of its micro-tiles (nothing is stored to shared memory in the loop but by the
 # staging), one FMA per product element and k, the store of C after the loop. The loop
-# runs its whole tiles through a two-stage cp.async ring (the next turn's copies issued
-# after the turn's one barrier), then the masked remainder once, staged plainly.
+# runs its whole tiles through a four-stage cp.async ring (three groups of copies issued
+# before it; a turn waits for its own group, leaving two in flight, takes its one barrier
+# and issues the copies three turns ahead), then the masked remainder once, staged
+# plainly into the ring's bytes once every copy has landed.
 GEMM = """
 @launch(64)
 kernel k(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
@@ -46,9 +49,10 @@ kernel k(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
   C[pm * 16 :+ 16, pn * 16 :+ 16] = acc
 }
 // CHECK: cp_async %
-// CHECK: cp_async_commit
+// CHECK-COUNT-3: cp_async_commit
+// CHECK-NOT: cp_async_wait
 // CHECK: for %kt
-// CHECK: cp_async_wait  [pending=0]
+// CHECK: cp_async_wait  [pending=2]
 // CHECK: bar 0
 // CHECK: cp_async %
 // CHECK: cp_async_commit
@@ -58,13 +62,15 @@ kernel k(A: tensor<f32>[M, K], B: tensor<f32>[K, N], C: tensor<f32>[M, N]) {
 // CHECK-NOT: st.shared
 // CHECK-NOT: bar 0
 // CHECK: {{loop end}}
+// CHECK: cp_async_wait  [pending=0]
+// CHECK: bar 0
 // CHECK: st.shared
 // CHECK-COUNT-32: fma.rn.f32
 // CHECK-NOT: st.shared
 // CHECK: st.global
 // PTX: cp.async.cg.shared.global
 // PTX: cp.async.commit_group
-// PTX: cp.async.wait_group 0
+// PTX: cp.async.wait_group 2
 // PTX: bar.sync 0
 // PTX: fma.rn.f32
 """
@@ -342,6 +348,35 @@ def test_a_ring_past_48_kb_keeps_one_stage():
     hk, k = lowered(BIG_STAGES)
     filecheck(BIG_STAGES, text(k))
     assert k.smem == (128 * 32 + 32 * 128) * 4
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_a_ring_of_s_stages_waits_for_its_own_group_leaving_s_minus_2(monkeypatch, stages):
+    monkeypatch.setenv("PHOBOS_STAGES", str(stages))
+    hk, k = lowered(GEMM)
+    (loop,) = [i for i in k.body.items if isinstance(i, For)]
+    waits = [i.attr("pending") for i in loop.body.items if getattr(i, "op", "") == "cp_async_wait"]
+    assert waits == [stages - 2]
+    before = [i for i in k.body.items[: k.body.items.index(loop)] if getattr(i, "op", "") ==
+              "cp_async_commit"]  # fmt: skip
+    assert len(before) == stages - 1
+    assert k.smem >= stages * (16 * 8 + 8 * 16) * 4
+    want, got = run_both(hk, k, (2, 2), {"A": f32(32, 72), "B": f32(72, 32), "C": poison(32, 32)})
+    agree(got, want)  # race-checked: a read of bytes in flight would be reported
+
+
+# 16 KB a stage: four stages would need 64 KB, three fit the static 48 KB exactly.
+THREE_FIT = GEMM.replace("16 :+ 16", "64 :+ 64").replace("[16, 16]", "[64, 64]").replace(
+    "kt :+ 8", "kt :+ 32").replace("range(0, K, 8)", "range(0, K, 32)").replace(
+    "@launch(64)", "@launch(256)")  # fmt: skip
+
+
+def test_the_ring_takes_the_deepest_stages_that_fit():
+    hk, k = lowered(THREE_FIT)
+    (loop,) = [i for i in k.body.items if isinstance(i, For)]
+    waits = [i.attr("pending") for i in loop.body.items if getattr(i, "op", "") == "cp_async_wait"]
+    assert waits == [1]  # three stages
+    assert k.smem == 3 * (64 * 32 + 32 * 64) * 4 == 48 * 1024
 
 
 def test_the_ring_is_race_free_and_its_copies_land_before_they_are_read():
