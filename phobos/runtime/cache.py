@@ -113,6 +113,12 @@ def _is_chip(chip: str) -> bool:
     return chip.startswith("sm_") and chip[3:].rstrip("a").isdigit()
 
 
+# The environment switches that change the code the lowering emits (each turns an
+# optimisation off or down, to measure what it gains). Their values are part of every
+# key, so a kernel compiled with one set is never served where it is not.
+LOWERING_SWITCHES = ("PHOBOS_PREFETCH", "PHOBOS_RING", "PHOBOS_STAGES")
+
+
 def entry_key(
     source_key: str,
     fingerprint: str,
@@ -129,10 +135,11 @@ def entry_key(
     if not _is_chip(chip):
         raise ValueError(f"{chip!r} is not a chip name such as `sm_90`")
     items = sorted(dict(variant).items())
-    text = json.dumps(
-        {"source": source_key, "compiler": fingerprint, "chip": chip, "variant": items},
-        sort_keys=True,
-    )
+    entry = {"source": source_key, "compiler": fingerprint, "chip": chip, "variant": items}
+    switches = {n: os.environ[n] for n in LOWERING_SWITCHES if n in os.environ}
+    if switches:  # absent when none is set: the keys of a plain run stay as they were
+        entry["switches"] = switches
+    text = json.dumps(entry, sort_keys=True)
     return Key(chip, hashlib.sha256(text.encode()).hexdigest())
 
 

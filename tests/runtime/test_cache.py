@@ -282,3 +282,27 @@ def test_a_cache_that_cannot_be_written_falls_back_to_memory(tmp_path, monkeypat
     with pytest.warns(Warning, match="cannot be written"):
         entry = store.put(key, "ptx", b"cubin", "{}")
     assert entry.cubin == b"cubin"
+
+
+def test_a_lowering_switch_is_part_of_the_key(monkeypatch):
+    for name in cache_module.LOWERING_SWITCHES:
+        monkeypatch.delenv(name, raising=False)
+    plain = cache_module.entry_key("src", "fp", "sm_90", {"B": 1})
+    monkeypatch.setenv("PHOBOS_STAGES", "2")
+    two = cache_module.entry_key("src", "fp", "sm_90", {"B": 1})
+    monkeypatch.setenv("PHOBOS_STAGES", "3")
+    assert len({plain, two, cache_module.entry_key("src", "fp", "sm_90", {"B": 1})}) == 3
+
+
+def test_every_switch_the_lowering_reads_is_a_lowering_switch():
+    """A `PHOBOS_*` variable read by the lowering changes the code it emits (or, for
+    `PHOBOS_VERIFY`, only checks it): each of the first kind must be in the key."""
+    import re
+    from pathlib import Path
+
+    lower = Path(cache_module.__file__).resolve().parents[1] / "lower"
+    read = set()
+    for path in lower.glob("*.py"):
+        read |= set(re.findall(r"environ\.get\(\"(PHOBOS_\w+)\"", path.read_text()))
+    assert read - {"PHOBOS_VERIFY"} <= set(cache_module.LOWERING_SWITCHES), sorted(read)
+    assert {"PHOBOS_STAGES", "PHOBOS_RING"} <= read  # the scan sees them
