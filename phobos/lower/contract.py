@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 
-from phobos.lower import memory, scalars
+from phobos.lower import memory, mma, scalars
 from phobos.lower.builder import iadd, imul
 from phobos.lower.errors import NotLowered
 from phobos.lower.layout import Blocked
@@ -43,7 +43,12 @@ SUM = {"f16": "f32", "bf16": "f32", "f32": "f32", "f64": "f64", "i32": "i32"}
 
 
 def product(lw, s, target, op: str, e) -> None:
-    """Lower `target op e`, `e` a `dot` or `dot_t` of two shared tiles."""
+    """Lower `target op e`, `e` a `dot` or `dot_t` of two shared tiles, on the path the
+    planner chose for it (`Plan.paths`: mma.sync, `phobos.lower.mma`, or FMA here)."""
+    path = lw.plan.paths.get(e.label, "fma")
+    if path != "fma":
+        mma.product(lw, s, target, op, e, path)
+        return
     a, bt = (_operand(lw, x) for x in e.args)
     transposed = e.name == "dot_t"
     M, K = a.shape

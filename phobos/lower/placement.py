@@ -869,7 +869,6 @@ class _Planner:
                 self.other.setdefault(s, why)
         return {}
 
-
     def tensor_cores(self, out) -> dict:
         """The tiles of `out` kept as mma.sync accumulators, Sym -> `MmaAcc`: the groups
         of tiles swept together whose every product qualifies (`mma_refusal`) and whose

@@ -41,7 +41,7 @@ from phobos.lower.builder import iadd, imul, isub
 from phobos.lower.errors import NotLowered
 from phobos.lower.hirwalk import walk
 from phobos.lower.kinds import ELEMENTWISE, REDUCTIONS
-from phobos.lower.layout import Blocked, Sweep
+from phobos.lower.layout import Blocked, MmaAcc, Sweep
 from phobos.lower.lir import For, If, Imm, Reg, Value
 from phobos.lower.types import BYTES, REG, elem_of, mov_type
 from phobos.lower.widths import VERSION
@@ -186,11 +186,36 @@ def blocked_points(lw, lay: Blocked, state) -> list[Point]:
     return out
 
 
+def mma_points(lw, lay: MmaAcc, state) -> list[Point]:
+    """The register groups of an `MmaAcc` layout: the thread's origin (its warp's block,
+    then its lane's place in a C fragment) computed once at entry, each group a constant
+    offset from it (`MmaAcc.offset`)."""
+    b, t = lw.b, lw.idx
+
+    def origin():
+        tid = lw.tid()
+        warp, lane = _idiv(lw, tid, 32), _irem(lw, tid, 32)
+        (g, q), (wr, wc) = _split(lw, lane, 4), _split(lw, warp, lay.warps_n)
+        row = iadd(b, t, imul(b, t, wr, lay.wm), g)
+        col = iadd(b, t, imul(b, t, wc, lay.wn), imul(b, t, q, 2))
+        return row, col
+
+    row, col = b.once(("mma.origin", lay.key), origin)
+    return [Point(lay.shape, ((row, dr), (col, dc)), lay.vec, None, g, state, lay.key)
+            for g, (dr, dc) in enumerate(lay.offset(g * lay.vec) for g in range(lay.groups))]  # fmt: skip
+
+
+def _split(lw, x, n: int):
+    """(x // n, x % n)."""
+    return _idiv(lw, x, n), _irem(lw, x, n)
+
+
 def run(lw, shape, vec, evaluate, commit, *, unroll_any=False, layout=None) -> None:
     """Evaluate every group, then commit every group (loads issue before stores)."""
     shape = tuple(shape)
-    if isinstance(layout, Blocked):
-        pts = blocked_points(lw, layout, State())
+    if isinstance(layout, (Blocked, MmaAcc)):
+        make = blocked_points if isinstance(layout, Blocked) else mma_points
+        pts = make(lw, layout, State())
         values = [evaluate(p) for p in pts]
         for p, v in zip(pts, values, strict=True):
             commit(p, v)
@@ -642,7 +667,7 @@ def elementwise(lw, s, target, op, value, vec: int | None = None) -> None:
     if tile is not None and tile.place == "registers":
         vec = tile.vec
     layout = lw.plan.layouts.get(s.label)
-    if tile is not None and tile.micro is not None:
+    if tile is not None and tile.kept:
         layout = tile.layout(lw.threads)
     if layout is not None:
         vec = layout.vec
@@ -696,7 +721,7 @@ def elementwise(lw, s, target, op, value, vec: int | None = None) -> None:
 def _layout_key(tile, lw) -> tuple:
     """The `Point.layout` of a sweep in `tile`'s register layout."""
     lay = tile.layout(lw.threads)
-    return lay.key if isinstance(lay, Blocked) else ("sweep", tuple(tile.shape), tile.vec)
+    return lay.key if isinstance(lay, (Blocked, MmaAcc)) else ("sweep", tuple(tile.shape), tile.vec)
 
 
 def reads_registers(lw, e) -> bool:
