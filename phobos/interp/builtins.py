@@ -166,7 +166,10 @@ class BuiltinCalls:
 
     def _dot(self, e, transposed):
         a, b = self.arr(e.args[0]), self.arr(e.args[1])
-        return ops.dot(a, b, transposed, elem_name(e.type), self.launch.tensorcore)
+        # SPEC.md: under @tensorcore f32 operands are rounded to f16; f16 and bf16 ones
+        # are the tensor cores' own.
+        rounds = self.launch.tensorcore and elem_name(e.args[0].type) in ("f32", "f64")
+        return ops.dot(a, b, transposed, elem_name(e.type), rounds)
 
     def b_dot(self, e):
         return self._dot(e, False)

@@ -328,8 +328,8 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
                 acc = S("i32")
             else:
                 _bad(ck, name, call, "of `i8` operands is `dot_t`")
-        elif ea.name == "f16":
-            acc = S("f32") if ck.setup.tensorcore else S("f16")
+        elif ea.name in ("f16", "bf16"):  # bf16: ours, beyond SPEC.md's table
+            acc = S("f32") if ck.setup.tensorcore else S(ea.name)
         elif ea.name in ("f32",):
             acc = S("f32")
         else:
