@@ -1,0 +1,97 @@
+"""`dot`/`dot_t` under `@tensorcore` on the card: the mma.sync forms of
+tests/lower/test_lower_tensorcore.py, f16 and bf16, agree with the tile interpreter and a
+float64 reference at ragged sizes, on fresh random inputs, with outputs poisoned with NaN
+first.
+
+The kernels are the CPU tests' own `.ph` sources, put in the Python spelling by `ph2py`
+and imported, so the card runs exactly what the threads interpreter ran.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from phobos.runtime import cuda
+
+try:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device for torch", allow_module_level=True)
+    cuda.device(0)
+except cuda.DriverUnavailable as exc:  # pragma: no cover - machines without a GPU
+    pytest.skip(str(exc), allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "lower"))
+
+import test_lower_tensorcore as forms  # noqa: E402
+from lowerkit import python_kernel  # noqa: E402
+
+rng = np.random.default_rng()
+
+
+def operand(elem: str, shape):
+    """(the host array, the device tensor) of random `elem` values: bf16 as float32
+    rounded to bf16 on the host (the tile interpreter's form), torch.bfloat16 on the card."""
+    x = torch.randn(*shape, generator=None)
+    if elem == "f16":
+        h = x.half()
+        return h.numpy(), h.cuda()
+    b = x.bfloat16()
+    return b.float().numpy(), b.cuda()
+
+
+def nan(*shape):
+    a = np.full(shape, np.nan, np.float32)
+    return a, torch.from_numpy(a.copy()).cuda()
+
+
+def both(kernel, grid, arrays: dict, scalars=()):
+    """The outputs on the card and on the tile interpreter: `arrays` maps a parameter to
+    (its host array, its device tensor)."""
+    host = {n: h.copy() for n, (h, _) in arrays.items()}
+    dev = {n: d for n, (_, d) in arrays.items()}
+    kernel[grid](*dev.values(), *scalars)
+    torch.cuda.synchronize()
+    kernel[grid](*host.values(), *scalars)
+    return {n: t.float().cpu().numpy() for n, t in dev.items()}, host
+
+
+def close(got, want, rtol, atol):
+    assert not np.isnan(got).any(), "elements never written"
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+@pytest.mark.parametrize("m, n, k", [(72, 40, 48), (200, 100, 132)])
+def test_gemm_form(elem, m, n, k, tmp_path):
+    kern = python_kernel(forms.source("gemm", elem), tmp_path, f"gemm_{elem}")
+    a, b = operand(elem, (m, k)), operand(elem, (k, n))
+    got, want = both(kern, (-(-m // 64), -(-n // 32)), {"A": a, "B": b, "C": nan(m, n)})
+    close(got["C"], want["C"], 1e-4, 1e-4)
+    close(got["C"], a[0].astype(np.float64) @ b[0].astype(np.float64), 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+@pytest.mark.parametrize("m, n, k", [(40, 28, 40), (100, 52, 96)])
+def test_update_form(elem, m, n, k, tmp_path):
+    kern = python_kernel(forms.source("update", elem), tmp_path, f"update_{elem}")
+    a, b = operand(elem, (m, k)), operand(elem, (n, k))
+    got, want = both(kern, (-(-m // 32), -(-n // 24)), {"A": a, "B": b, "C": nan(m, n)}, (0.75,))
+    close(got["C"], want["C"], 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+def test_single_form(elem, tmp_path):
+    kern = python_kernel(forms.source("single", elem), tmp_path, f"single_{elem}")
+    a, b = operand(elem, (40, 68)), operand(elem, (68, 20))
+    c = rng.standard_normal((40, 20)).astype(np.float32)
+    got, want = both(kern, (1,), {"A": a, "B": b, "C": (c, torch.from_numpy(c.copy()).cuda())})
+    close(got["C"], want["C"], 1e-4, 1e-4)
+    ref = c.astype(np.float64)
+    ref[:32, :16] -= a[0][:32, :64].astype(np.float64) @ b[0][:64, :16].astype(np.float64)
+    close(got["C"], ref, 1e-4, 1e-4)
