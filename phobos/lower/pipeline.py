@@ -53,7 +53,6 @@ class Staged:
     tile: object
     vec: int
     stage: Reg | None = None  # this turn's stage (a shared address)
-    last: Reg | None = None  # the stage the last turn read: the next copies' target
 
 
 class Ring:
@@ -95,8 +94,6 @@ class Ring:
         for st in self.staged:
             base = st.tile.buffer.offset
             st.stage = b.copy(Imm(base, "u32"), "u32", hint="stage")
-            st.last = b.copy(Imm(base + (self.stages - 1) * st.tile.nbytes, "u32"), "u32",
-                             hint="stage")  # fmt: skip
         for j in range(self.stages - 1):
             at = scalars.binary(b, "+", lo, Imm(j * self.step, lo.type), et) if j else lo
             inside = scalars.materialize(b, scalars.binary(b, "<", at, self.hi, et), "bool")
@@ -129,7 +126,7 @@ class Ring:
         more = scalars.materialize(b, scalars.binary(b, "<", nxt, self.hi, et), "bool")
         with b.region() as body:
             for st in self.staged:
-                self._copy(st, nxt, st.last, Slot(st.tile.buffer, self.stages - 1))
+                self._copy(st, nxt, self._last(st), Slot(st.tile.buffer, self.stages - 1))
         b.add(If(more, body.block, None, span=b.span))
         lw.tracker.commit()
         for st in self.staged:
@@ -137,15 +134,26 @@ class Ring:
 
     def bottom(self) -> None:
         """A turn's end: every stage one turn on."""
-        b = self.lw.b
         for st in self.staged:
-            lo, n = st.tile.buffer.offset, st.tile.nbytes
-            b.mov(st.last, st.stage, "u32")
-            step = b.op("add", "u32", st.stage, Imm(n, "u32"), hint="stage")
-            wrap = b.op("setp", "pred", step, Imm(lo + self.stages * n, "u32"), cmp="eq",
-                        type="u32")  # fmt: skip
-            b.mov(st.stage, scalars.select(b, wrap, Imm(lo, "u32"), step, "u32"), "u32")
+            self.lw.b.mov(st.stage, self._turn(st, st.stage, +1), "u32")
             self.lw.tracker.rotate(st.tile.buffer, self.stages)
+
+    def _last(self, st: Staged):
+        """The stage the last turn read (the next copies' target), computed where it is
+        needed: a register more held through the turn would cost the GEMMs whose
+        accumulators fill the register file an occupancy step."""
+        return self._turn(st, st.stage, -1)
+
+    def _turn(self, st: Staged, stage: Reg, by: int):
+        """The stage `by` (+1 or -1) turns from `stage`, wrapping round the ring."""
+        b = self.lw.b
+        lo, n, s = st.tile.buffer.offset, st.tile.nbytes, self.stages
+        if s == 2:  # the other of two: their sum less this one
+            return b.op("sub", "u32", Imm(2 * lo + n, "u32"), stage, hint="stage")
+        edge, wrapped = (lo + (s - 1) * n, lo) if by > 0 else (lo, lo + (s - 1) * n)
+        at_edge = b.op("setp", "pred", stage, Imm(edge, "u32"), cmp="eq", type="u32")
+        moved = b.op("add" if by > 0 else "sub", "u32", stage, Imm(n, "u32"), hint="stage")
+        return scalars.select(b, at_edge, Imm(wrapped, "u32"), moved, "u32")
 
     def close(self) -> None:
         for st in self.staged:
