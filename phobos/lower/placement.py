@@ -1023,10 +1023,15 @@ def _is_tile_slice(e, tiles) -> bool:
 
 
 MAX_STAGES = 4  # the deepest cp.async ring: three turns of copies in flight
+# The stages a ring gets unless asked: two, SPEC.md's double buffering. On the H200 the
+# FMA GEMM measured the same at 2, 3 and 4 (run 23: its turns are long enough for one
+# turn of copies in flight to land), and every stage more is shared memory taken from
+# the other CTAs of the SM.
+STAGES = 2
 
 
 def ring_depth() -> int:
-    """The stages a loop's cp.async ring starts from: `MAX_STAGES`, or `PHOBOS_STAGES`
+    """The stages a loop's cp.async ring starts from: `STAGES`, or `PHOBOS_STAGES`
     where set (2 to `MAX_STAGES`: to measure one depth against another). The planner
     takes one fewer at a time until the kernel's shared memory fits.
 
@@ -1036,7 +1041,7 @@ def ring_depth() -> int:
     asked = os.environ.get("PHOBOS_STAGES", "")
     if asked.isdigit():
         return min(max(int(asked), 2), MAX_STAGES)
-    return MAX_STAGES
+    return STAGES
 
 
 def _label(node) -> int:
