@@ -39,6 +39,7 @@ from phobos.lower.barriers import Slot
 from phobos.lower.errors import NotLowered
 from phobos.lower.layout import Sweep
 from phobos.lower.lir import If, Imm, Reg
+from phobos.lower.memory import Halves
 from phobos.lower.prefetch import _expand
 from phobos.lower.sweep import UNROLL, State, Sweeper, _ekey, points
 from phobos.lower.types import BYTES, elem_of
@@ -193,7 +194,15 @@ class Ring:
                     srcs += [sw.address(src, whole), Imm(0, "u32")]
                 else:
                     srcs.append(sw.address(src, whole))
-                    if guard is not None:
+                    if isinstance(guard, Halves):  # a bound between an 8-wide vector's halves
+                        half = Imm(size // 2, "u32") if guard.first is not None else Imm(0, "u32")
+                        if guard.first is not None:
+                            half = scalars.select(b, guard.first, half, Imm(0, "u32"), "u32")
+                        n = half
+                        if guard.full is not None:
+                            n = scalars.select(b, guard.full, Imm(size, "u32"), half, "u32")
+                        srcs.append(n)
+                    elif guard is not None:
                         n = scalars.select(b, guard, Imm(size, "u32"), Imm(0, "u32"), "u32")
                         srcs.append(n)
                 b.emit("cp_async", (), tuple(srcs), size=size, guard=p.valid,

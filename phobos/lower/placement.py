@@ -476,7 +476,7 @@ class _Planner:
     def ring_candidates(self, s: hir.For, start: int, end: int) -> None:
         """The staging statements of `s` a two-stage cp.async ring may stage
         (`phobos.lower.pipeline`): at the top level of a uniform loop with a constant
-        step, `var t = <tensor slice>` of two static axes of 32- or 64-bit elements,
+        step, `var t = <tensor slice>` of two static axes,
         from a tensor the kernel never writes, indexed by nothing bound in the body but
         the loop variable. Whether each gets its second stage is decided with the
         shared memory (`decide`)."""
@@ -492,7 +492,7 @@ class _Planner:
                 continue
             shape, elem = self.tiles[st.sym]
             view = isinstance(st.value, hir.Ref) and st.value.sym in self.lets
-            if len(shape) != 2 or BYTES[elem] < 4:
+            if len(shape) != 2:
                 continue
             if not (
                 self._tensor_slice(st.value)

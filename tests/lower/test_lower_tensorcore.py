@@ -78,8 +78,10 @@ def test_mma_accumulator_warp_grid():
 # the 64 x 32 accumulator, each a 16 x 32 block of four fragments. A k step of 16 is one
 # ldmatrix.x4 of A and two ldmatrix.x4.trans of B (two 16 x 8 fragments each) for four mma;
 # a turn of 32 is two steps. The loop runs its whole tiles, then the masked remainder
-# once: 16 mma and 12 ldmatrix in all. Nothing of the accumulator goes to shared memory:
-# the only shared stores are the staging's, before each turn's barrier.
+# once: 16 mma and 12 ldmatrix in all. The whole tiles' operands come by a two-stage
+# cp.async ring (16-byte copies of 8 halves; a turn waits for its group, meets, issues the
+# next turn's copies); the remainder is staged by plain stores. Nothing of the
+# accumulator goes to shared memory.
 GEMM = """
 @tensorcore
 @launch(128)
@@ -95,10 +97,15 @@ kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[K, N], C: tensor<f32>[M, N]) {
   C[pm * 64 :+ 64, pn * 32 :+ 32] = acc
 }
 // CHECK-NOT: shared tile_acc
+// CHECK: cp_async %
+// CHECK: cp_async_commit
 // CHECK: for %kt
-// CHECK: st.shared
+// CHECK: cp_async_wait  [pending=0]
 // CHECK: bar 0
+// CHECK: cp_async %
+// CHECK: cp_async_commit
 // CHECK-NOT: st.shared
+// CHECK-NOT: bar 0
 // CHECK: ldmatrix.shared.b16
 // CHECK: [trans=1]
 // CHECK: [trans=1]
@@ -114,6 +121,7 @@ kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[K, N], C: tensor<f32>[M, N]) {
 // CHECK-NOT: st.shared
 // CHECK-NOT: ld.shared
 // CHECK: st.global.v2.f32
+// PTX: cp.async.cg.shared.global
 // PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.ELEM.ELEM.f32
