@@ -70,6 +70,8 @@ def run_kernel(
     """Run `kernel` over `grid` (1 to 3 axes) with `args` by parameter name.
 
     Tensors are numpy arrays, written in place; scalars are Python or numpy numbers.
+    A bf16 tensor is float32 values (already rounded to bf16), or, as the card holds it,
+    the uint16 bits of each value (written back rounded to nearest even).
     `dims` gives each dynamic extent its value; one left out is read off the arrays.
     A loop that runs `max_iterations` times (default: `iteration_limit()`) and would go
     on raises `InterpError` at the loop, as a loop that never ends would hang.
@@ -79,11 +81,16 @@ def run_kernel(
         raise InterpError(f"a grid has 1 to 3 positive extents, not {list(grid)}", kernel.span)
     dims = dict(dims or {})
     env: dict = {}
+    bits: list = []  # (the caller's uint16 array, the float32 values run in its place)
     for p in kernel.params:
         if p.name not in args:
             raise InterpError(f"no argument for parameter `{p.name}`", kernel.span)
         value = args[p.name]
         if isinstance(p.type, hir.TensorT):
+            if p.type.elem.name == "bf16" and getattr(value, "dtype", None) == np.uint16:
+                values = (value.astype(np.uint32) << 16).view(np.float32)
+                bits.append((value, values))
+                value = values
             env[p] = _bind_tensor(p, value, dims, kernel)
         else:
             env[p] = typed(value, elem_name(p.type))
@@ -104,6 +111,19 @@ def run_kernel(
         else:
             for k, b in enumerate(blocks):
                 CTA(launch, env, b, k).run()
+    for original, values in bits:
+        original[...] = bf16_bits(values)
+
+
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """The bf16 bits of float32 `values`, rounded to nearest even (NaN stays NaN).
+
+    >>> bf16_bits(np.array([1.0, 1.00390625, -2.5], np.float32))
+    array([16256, 16256, 49184], dtype=uint16)
+    """
+    word = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((word + 0x7FFF + ((word >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded)
 
 
 def _while_loop(s: hir.While) -> str:

@@ -1,0 +1,106 @@
+"""The tensor-core GEMM against its peers, in one run on one card: Phobos's `hgemm`
+(examples/hgemm.py: f16 or bf16 operands, f32 accumulation and result, mma.sync
+m16n8k16) against cuBLAS (torch.mm, f32 accumulation) and Triton (a plain tiled
+`tl.dot` kernel written here, its usual tile shapes autotuned), 4096^3 and 8192^3.
+
+    python benchmarks/tensorcore.py [--out FILE] [--quick]
+
+FLOPs: `2 M N K`. Every Phobos result is checked first against a float64 product of
+the same rounded operands, its output poisoned with NaN. Times are medians of
+`triton.testing.do_bench` taken in turns (`run.in_turns`). cuBLAS and Triton write C
+in the operands' type (what `torch.mm` does; 2 bytes an element against Phobos's 4),
+which favours them slightly at these sizes (the write is under 2 % of the time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.contractions import _row, render  # noqa: E402
+from benchmarks.run import in_turns  # noqa: E402
+from examples.hgemm import hgemm, hgemm_bf16  # noqa: E402
+
+TILES = [(128, 128, 32), (128, 128, 16), (128, 64, 32), (64, 128, 32), (64, 64, 32)]
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BM": 128, "BN": 128, "BK": 32}, num_warps=8, num_stages=3),
+        triton.Config({"BM": 128, "BN": 256, "BK": 64}, num_warps=8, num_stages=3),
+        triton.Config({"BM": 128, "BN": 128, "BK": 64}, num_warps=4, num_stages=4),
+        triton.Config({"BM": 64, "BN": 128, "BK": 32}, num_warps=4, num_stages=4),
+    ],
+    key=["M", "N", "K"],
+)
+@triton.jit
+def tr_matmul(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pm = tl.program_id(0)
+    pn = tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        x = tl.load(a + rm[:, None] * K + (k0 + rk)[None, :])
+        y = tl.load(b + (k0 + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(x, y)
+    tl.store(c + rm[:, None] * N + rn[None, :], acc.to(c.dtype.element_ty))
+
+
+def rows_for(dtype, kernel, sizes, rows):
+    name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
+    for n in sizes:
+        a = torch.randn(n, n, device="cuda").to(dtype)
+        b = torch.randn(n, n, device="cuda").to(dtype)
+        ref = (a.double() @ b.double()).float()
+        out = torch.empty(n, n, device="cuda", dtype=dtype)
+        grid = lambda meta, n=n: (n // meta["BM"], n // meta["BN"])  # noqa: E731
+        fns = {
+            "cuBLAS": lambda a=a, b=b: torch.mm(a, b),
+            "Triton": lambda a=a, b=b, out=out, grid=grid, n=n: tr_matmul[grid](a, b, out, n, n, n),
+        }
+        for tm, tn, tk in TILES:
+            launch = kernel.variant(TILE_M=tm, TILE_N=tn, TILE_K=tk)[(n // tm, n // tn)]
+            c = torch.full((n, n), float("nan"), device="cuda")
+            launch(a, b, c)
+            torch.cuda.synchronize()
+            err = ((c - ref).abs().max() / ref.abs().max()).item()
+            if not err < 1e-5:  # f32 sums of exact f16 products: only the order differs
+                print(f"hgemm {name} {n} {tm}x{tn}x{tk}: wrong, relative error {err}")
+                continue
+            fns[f"phobos {tm}x{tn}x{tk}"] = lambda launch=launch, a=a, b=b, c=c: launch(a, b, c)
+        rows.append(_row(f"gemm {name} {n}^3", 2.0 * n**3, in_turns(fns), "cuBLAS"))
+        timed = rows[-1]["timed"]
+        ours = rows[-1]["ours"]
+        if ours and "Triton" in timed:
+            print(
+                f"{name} {n}: Phobos {ours} / Triton = {timed['Triton'][0] / timed[ours][0]:.3f}x"
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    sizes = [4096] if args.quick else [4096, 8192]
+    rows: list = []
+    rows_for(torch.float16, hgemm, sizes, rows)
+    rows_for(torch.bfloat16, hgemm_bf16, sizes, rows)
+    text = render(rows)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""A half-precision GEMM on tensor cores, C = A @ B with f16 (or bf16) operands and an
+f32 result: one TILE_M x TILE_N tile of C per CTA, the k loop staged by the cp.async
+ring, each product on mma.sync (`@tensorcore`; docs/contractions.md "On tensor cores").
+`hgemm_bf16` is the same kernel over bf16 operands (beyond SPEC.md: ours)."""
+
+from __future__ import annotations
+
+import phobos.lang as ph
+
+
+@ph.kernel
+@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 128], TILE_K=[16, 32])
+@ph.tensorcore
+@ph.launch(256)
+@ph.pipeline
+@ph.aligned(M="TILE_M", N="TILE_N", K="TILE_K")
+def hgemm(
+    A: ph.tensor[ph.f16][M, K],
+    B: ph.tensor[ph.f16][K, N],
+    C: ph.tensor[ph.f32][M, N],
+):
+    pm: ph.let = ph.ctx.block.x
+    pn: ph.let = ph.ctx.block.y
+    acc: ph.var[ph.tile[ph.f32][TILE_M, TILE_N]] = 0.0
+    for kt in range(0, K, TILE_K):
+        a: ph.var = A[pm * TILE_M:+TILE_M, kt:+TILE_K]
+        b: ph.var = B[kt:+TILE_K, pn * TILE_N:+TILE_N]
+        acc += ph.dot(a, b)
+    C[pm * TILE_M:+TILE_M, pn * TILE_N:+TILE_N] = acc
+
+
+@ph.kernel
+@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 128], TILE_K=[16, 32])
+@ph.tensorcore
+@ph.launch(256)
+@ph.pipeline
+@ph.aligned(M="TILE_M", N="TILE_N", K="TILE_K")
+def hgemm_bf16(
+    A: ph.tensor[ph.bf16][M, K],
+    B: ph.tensor[ph.bf16][K, N],
+    C: ph.tensor[ph.f32][M, N],
+):
+    pm: ph.let = ph.ctx.block.x
+    pn: ph.let = ph.ctx.block.y
+    acc: ph.var[ph.tile[ph.f32][TILE_M, TILE_N]] = 0.0
+    for kt in range(0, K, TILE_K):
+        a: ph.var = A[pm * TILE_M:+TILE_M, kt:+TILE_K]
+        b: ph.var = B[kt:+TILE_K, pn * TILE_N:+TILE_N]
+        acc += ph.dot(a, b)
+    C[pm * TILE_M:+TILE_M, pn * TILE_N:+TILE_N] = acc
+
+
+if __name__ == "__main__":
+    print(hgemm.source)
