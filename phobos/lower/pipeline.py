@@ -43,6 +43,7 @@ from phobos.lower.memory import Halves
 from phobos.lower.prefetch import _expand
 from phobos.lower.sweep import UNROLL, State, Sweeper, _ekey, points
 from phobos.lower.types import BYTES, elem_of
+from phobos.lower.widths import proven
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
@@ -75,7 +76,9 @@ class Ring:
         for st in loop.body.stmts:
             tile = lw.tiles.get(getattr(st, "sym", None))
             if isinstance(st, hir.VarDecl) and tile is not None and tile.stages >= 2:
-                vec = lw.plan.vec.get(st.label, 1)
+                # A copy cannot be versioned on a dynamic row pitch as a sweep is: it
+                # moves what the alignment proves.
+                vec = proven(lw, _expand(st.value, self.views), lw.plan.vec.get(st.label, 1))
                 if Sweep(tile.shape, lw.threads, vec).groups <= UNROLL:
                     self.staged.append(Staged(st, tile, vec))
 

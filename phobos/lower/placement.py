@@ -47,7 +47,7 @@ from phobos.lower.kinds import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, max_vec
 from phobos.lower.layout import Blocked, MmaAcc, Sweep
 from phobos.lower.lir import Imm, SharedBuffer
 from phobos.lower.types import BYTES, elem_of
-from phobos.lower.widths import PACKED, expr_vec, max_vec_for, memory_elems, slice_vec
+from phobos.lower.widths import PACKED, expr_vec, max_vec_for, memory_elems, proven, slice_vec
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
@@ -824,6 +824,10 @@ class _Planner:
             return False
         st, start, end = ring
         vec = self.sweeps[st.label].vec if st.label in self.sweeps else 1
+        value = st.value
+        if isinstance(value, hir.Ref) and value.sym in self.lets:
+            value = self.lets[value.sym]
+        vec = proven(self.lw, value, vec)  # a copy moves what the alignment proves
         return start <= first and last <= end and vec * BYTES[tile.elem] in (4, 8, 16)
 
     def blocked(self, cand) -> dict:

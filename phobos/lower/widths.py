@@ -17,6 +17,7 @@ from __future__ import annotations
 from math import gcd
 
 from phobos.lower import memory
+from phobos.lower.hirwalk import walk
 from phobos.lower.kinds import max_vec
 from phobos.lower.types import BYTES, elem_of
 from phobos.sema import hir
@@ -209,3 +210,14 @@ def expr_vec(lw, e, shape, lets, packed: bool = False) -> int:
 
 # ---------------------------------------------------------------------------
 # Points: one register group of one thread
+
+
+def proven(lw, e, vec: int) -> int:
+    """`vec`, or narrower where a slice read in `e` was widened past what its alignment
+    proves (`slice_vec` noted it under the slice's label): the width an access that
+    cannot be versioned on the pitch (a cp.async copy, say) may take."""
+    for node in walk(e):
+        noted = lw.widened.get(getattr(node, "label", None))
+        if noted is not None:
+            vec = min(vec, noted[0])
+    return vec

@@ -79,9 +79,10 @@ def test_mma_accumulator_warp_grid():
 # ldmatrix.x4 of A and two ldmatrix.x4.trans of B (two 16 x 8 fragments each) for four mma;
 # a turn of 32 is two steps. The loop runs its whole tiles, then the masked remainder
 # once: 16 mma and 12 ldmatrix in all. The whole tiles' operands come by a two-stage
-# cp.async ring (16-byte copies of 8 halves; a turn waits for its group, meets, issues the
-# next turn's copies); the remainder is staged by plain stores. Nothing of the
-# accumulator goes to shared memory.
+# cp.async ring (a turn waits for its group, meets, issues the next turn's copies); the
+# remainder is staged by plain stores. A's rows are K halves apart, and a dynamic K is
+# only known to be a multiple of 4, so its copies move 8 bytes (a sweep would branch on
+# `K % 8` for 16; a copy cannot). Nothing of the accumulator goes to shared memory.
 GEMM = """
 @tensorcore
 @launch(128)
@@ -121,7 +122,7 @@ kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[K, N], C: tensor<f32>[M, N]) {
 // CHECK-NOT: st.shared
 // CHECK-NOT: ld.shared
 // CHECK: st.global.v2.f32
-// PTX: cp.async.cg.shared.global
+// PTX: cp.async.ca.shared.global
 // PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.ELEM.ELEM.f32
@@ -237,7 +238,7 @@ def nan(*shape):
 
 
 @pytest.mark.parametrize("elem", ["f16", "bf16"])
-@pytest.mark.parametrize("m, n, kk", [(72, 40, 48), (64, 32, 32), (130, 68, 20)])
+@pytest.mark.parametrize("m, n, kk", [(72, 40, 48), (64, 32, 32), (130, 68, 20), (72, 40, 100)])
 def test_gemm_loop_on_mma_sync(elem, m, n, kk):
     src = source("gemm", elem)
     hk, k = lowered(src)
