@@ -29,7 +29,7 @@ from benchmarks.contractions import _row, render  # noqa: E402
 from benchmarks.run import in_turns  # noqa: E402
 from examples.hgemm import hgemm, hgemm_bf16  # noqa: E402
 
-TILES = [(128, 128, 32), (128, 128, 16), (128, 64, 32), (64, 128, 32), (64, 64, 32)]
+TILES = [(128, 128, 32), (128, 128, 64), (128, 64, 64), (64, 128, 64), (128, 64, 32), (64, 128, 32)]
 
 
 @triton.autotune(
@@ -74,7 +74,7 @@ def rows_for(dtype, kernel, sizes, rows):
             launch(a, b, c)
             torch.cuda.synchronize()
             err = ((c - ref).abs().max() / ref.abs().max()).item()
-            if not err < 1e-5:  # f32 sums of exact f16 products: only the order differs
+            if not err < 1e-4:  # f32 sums of exact products: only the order differs
                 print(f"hgemm {name} {n} {tm}x{tn}x{tk}: wrong, relative error {err}")
                 continue
             fns[f"phobos {tm}x{tn}x{tk}"] = lambda launch=launch, a=a, b=b, c=c: launch(a, b, c)

@@ -1,6 +1,8 @@
 """A half-precision GEMM on tensor cores, C = A @ B with f16 (or bf16) operands and an
 f32 result: one TILE_M x TILE_N tile of C per CTA, the k loop staged by the cp.async
 ring, each product on mma.sync (`@tensorcore`; docs/contractions.md "On tensor cores").
+Its shared memory is dynamic (`@dynshared`), so the ring's stages of the deeper k tiles
+fit past the static 48 KB.
 `hgemm_bf16` is the same kernel over bf16 operands (beyond SPEC.md: ours)."""
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ import phobos.lang as ph
 
 
 @ph.kernel
-@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 128], TILE_K=[16, 32])
+@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 128], TILE_K=[16, 64])
 @ph.tensorcore
 @ph.launch(256)
 @ph.pipeline
+@ph.dynshared
 @ph.aligned(M="TILE_M", N="TILE_N", K="TILE_K")
 def hgemm(
     A: ph.tensor[ph.f16][M, K],
@@ -30,10 +33,11 @@ def hgemm(
 
 
 @ph.kernel
-@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 128], TILE_K=[16, 32])
+@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 128], TILE_K=[16, 64])
 @ph.tensorcore
 @ph.launch(256)
 @ph.pipeline
+@ph.dynshared
 @ph.aligned(M="TILE_M", N="TILE_N", K="TILE_K")
 def hgemm_bf16(
     A: ph.tensor[ph.bf16][M, K],
