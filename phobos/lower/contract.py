@@ -46,9 +46,10 @@ def product(lw, s, target, op: str, e) -> None:
     """Lower `target op e`, `e` a `dot` or `dot_t` of two shared tiles, on the path the
     planner chose for it (`Plan.paths`: mma.sync, `phobos.lower.mma`, or FMA here)."""
     path = lw.plan.paths.get(e.label, "fma")
-    if path != "fma":
+    if path.startswith("mma."):
         mma.product(lw, s, target, op, e, path)
         return
+    words = path == "dp4a"
     a, bt = (_operand(lw, x) for x in e.args)
     transposed = e.name == "dot_t"
     M, K = a.shape
@@ -73,19 +74,19 @@ def product(lw, s, target, op: str, e) -> None:
     if tile.place == "shared":
         accesses.append((tile.buffer, "write", lay.key))
     lw.tracker.statement(accesses)
-    _log(lw, s, e, lay, K)
+    _log(lw, s, e, lay, K, words)
     if lay is None:  # a [1, 1] product: every thread computes it
         one = Blocked((1, 1), 1, 1, 1, 1)
         _cell(lw, one, 0, (Imm(0, lw.idx), Imm(0, lw.idx)), a, bt, transposed, K, tile, op,
-              sum_t)  # fmt: skip
+              sum_t, words)  # fmt: skip
         return
     b = lw.b
     for rep, (row, col, valid) in enumerate(cell_origins(lw, lay)):
         if valid is None:
-            _cell(lw, lay, rep, (row, col), a, bt, transposed, K, tile, op, sum_t)
+            _cell(lw, lay, rep, (row, col), a, bt, transposed, K, tile, op, sum_t, words)
             continue
         with b.region() as body:
-            _cell(lw, lay, rep, (row, col), a, bt, transposed, K, tile, op, sum_t)
+            _cell(lw, lay, rep, (row, col), a, bt, transposed, K, tile, op, sum_t, words)
         b.add(If(valid, body.block, None, span=b.span))
 
 
@@ -96,19 +97,20 @@ def _operand(lw, x):
     return tile
 
 
-def _log(lw, s, e, lay, K) -> None:
+def _log(lw, s, e, lay, K, words) -> None:
     span = s.span
     line = span.source.line_col(span.start)[0] if span is not None else "?"
+    how = "dp4a" if words else "FMA (no tensor-core path yet)"
     if lay is None:
-        log.debug("`%s` line %s: `%s` on FMA, every thread the one element (K = %d)",
-                  lw.k.name, line, e.name, K)  # fmt: skip
+        log.debug("`%s` line %s: `%s` on %s, every thread the one element (K = %d)",
+                  lw.k.name, line, e.name, "dp4a" if words else "FMA", K)  # fmt: skip
         return
-    log.debug("`%s` line %s: `%s` on FMA (no tensor-core path yet): %dx%d micro-tile a thread, "
-              "%d cells on %d threads, K = %d, operands from shared memory", lw.k.name, line,
-              e.name, lay.tm, lay.tn, lay.cells, lw.threads, K)  # fmt: skip
+    log.debug("`%s` line %s: `%s` on %s: %dx%d micro-tile a thread, %d cells on %d threads, "
+              "K = %d, operands from shared memory", lw.k.name, line, e.name, how, lay.tm,
+              lay.tn, lay.cells, lw.threads, K)  # fmt: skip
 
 
-def _cell(lw, lay, rep, origin, a, bt, transposed, K, tile, op, sum_t) -> None:
+def _cell(lw, lay, rep, origin, a, bt, transposed, K, tile, op, sum_t, words=False) -> None:
     """One cell: the sums over K, then written into the target."""
     b = lw.b
     rt = REG[sum_t]
@@ -124,7 +126,10 @@ def _cell(lw, lay, rep, origin, a, bt, transposed, K, tile, op, sum_t) -> None:
                 b.mov(r, _zero(rt), rt)
     else:
         sums = [[b.copy(_zero(rt), rt, hint="sum") for _ in range(tn)] for _ in range(tm)]
-    _k_loop(lw, lay, origin, a, bt, transposed, K, sums, sum_t)
+    if words:
+        _word_loop(lw, lay, origin, a, bt, K, sums)
+    else:
+        _k_loop(lw, lay, origin, a, bt, transposed, K, sums, sum_t)
     if not direct:
         _write(lw, lay, rep, origin, tile, op, sums, sum_t)
 
@@ -195,6 +200,44 @@ def _k_loop(lw, lay, origin, a, bt, transposed, K, sums, sum_t) -> None:
                     for j in range(tn):
                         y = bvals[j][kk] if transposed else brow[j]
                         _fma(b, sums[i][j], avals[i][kk], y, sum_t)
+
+    if kstep >= K:
+        turn(0)
+        return
+    k = b.reg("u32", "k")
+    with b.region() as body:
+        turn(k)
+    b.add(For(k, Imm(0, "u32"), Imm(K, "u32"), Imm(kstep, "u32"), body.block, span=b.span))
+
+
+def _word_loop(lw, lay, origin, a, bt, K, sums) -> None:
+    """The k loop of an i8 `dot_t` on dp4a: per step, each of the cell's `tm` rows of `a`
+    and `tn` rows of `b` gives `kv` bytes along k as `kv / 4` u32 words (one shared
+    load of up to 16 bytes a row), and each pair of words is one `dp4a.s32` into the
+    sum. K and the rows' pitches are multiples of 4 (`placement`), the buffers 16-byte
+    aligned, so every word is aligned."""
+    b = lw.b
+    tm, tn = lay.tm, lay.tn
+    row, col = origin
+    kv = next(v for v in (16, 8, 4) if K % v == 0 and a.row_pitch % v == 0
+              and bt.row_pitch % v == 0)  # fmt: skip
+    # Up to 32 bytes a turn, straight-line (a short K is one turn).
+    kstep = K if K <= 4 * KSTEP else next(
+        s for s in (4 * KSTEP, 2 * KSTEP, KSTEP, kv) if K % s == 0 and s % kv == 0)  # fmt: skip
+    a_rows = _row_bases(lw, a, row, range(tm))
+    b_rows = _row_bases(lw, bt, col, [lay.col_offset(j) for j in range(tn)])
+
+    def turn(k: Value) -> None:
+        for k0 in range(0, kstep, kv):
+            aw = [memory.load(b, "shared", "u32", _moved(lw, r, k, k0, 1), kv // 4, None)
+                  for r in a_rows]  # fmt: skip
+            bw = [memory.load(b, "shared", "u32", _moved(lw, r, k, k0, 1), kv // 4, None)
+                  for r in b_rows]  # fmt: skip
+            for w in range(kv // 4):
+                for i in range(tm):
+                    for j in range(tn):
+                        acc = sums[i][j]
+                        b.emit("dp4a", (acc,), (aw[i][w], bw[j][w], acc), type="s32")
 
     if kstep >= K:
         turn(0)

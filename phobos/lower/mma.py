@@ -1,5 +1,6 @@
 """Dense contractions on tensor cores: `dot(a, b)` and `dot_t(a, b)` of f16 or bf16 tiles
-into an f32 accumulator, as mma.sync m16n8k16 fed by ldmatrix.
+into an f32 accumulator, as mma.sync m16n8k16 fed by ldmatrix; `dot_t` of i8 tiles into
+an i32 one, as mma.sync m16n8k32 (a k step of 32) and m8n8k16 (a last 16).
 
 The planner picks this path for a product (`placement._Planner.tensor_cores`, recorded in
 `Plan.paths`) and keeps its target in the `MmaAcc` layout: the CTA's warps a grid over
@@ -33,7 +34,6 @@ from phobos.lower.lir import For, Imm, Reg, Value
 from phobos.lower.types import BYTES
 
 log = logging.getLogger("phobos.lower")
-KSTEP = 16  # the k of m16n8k16
 UNROLL = 4  # k steps written straight-line a turn of the k loop, at most
 
 
@@ -61,32 +61,36 @@ def lane_terms(place) -> tuple[tuple[int, int], tuple[tuple[int, int], ...]]:
 
 def product(lw, s, target, op: str, e, path: str) -> None:
     """Lower `target op e` on mma.sync: `e` a `dot` or `dot_t` of two shared f16 or bf16
-    tiles, `target` a register tile in the `MmaAcc` layout."""
+    tiles (`path` "mma.m16n8k16.f16" or ".bf16"), or a `dot_t` of two i8 tiles
+    ("mma.m16n8k32.s8"), `target` a register tile in the `MmaAcc` layout."""
     a, bt = (_operand(lw, x) for x in e.args)
     tile = lw.tiles.get(getattr(target, "sym", None))
     if tile is None or tile.mma is None or op not in ("=", "+=", "-="):
         raise NotLowered(f"`{e.name}` on mma.sync into this target", s.span)
     lay = tile.layout(lw.threads)
     transposed = e.name == "dot_t"
-    ab = path.rsplit(".", 1)[1]
-    form = MMA[("m16n8k16", ab, "f32")]
+    _, shape, ab = path.split(".")
+    acc_t, sum_t = ("s32", "i32") if ab == "s8" else ("f32", "f32")
+    form = MMA[(shape, ab, acc_t)]
+    kstep = form.a.cols  # 16 for m16n8k16, 32 for m16n8k32
+    zero = Imm(0, acc_t) if acc_t == "s32" else Imm(0.0, acc_t)
     K = a.shape[1]
     lw.tracker.statement([(a.buffer, "read", None), (bt.buffer, "read", None)])
     span = s.span
     line = span.source.line_col(span.start)[0] if span is not None else "?"
-    log.debug("`%s` line %s: `%s` on mma.sync m16n8k16 %s -> f32: %d warps of %dx%d, K = %d, "
-              "operands by ldmatrix from shared memory", lw.k.name, line, e.name, ab,
-              lw.threads // 32, lay.wm, lay.wn, K)  # fmt: skip
+    log.debug("`%s` line %s: `%s` on mma.sync %s %s -> %s: %d warps of %dx%d, K = %d, "
+              "operands by ldmatrix from shared memory", lw.k.name, line, e.name, shape, ab,
+              acc_t, lw.threads // 32, lay.wm, lay.wn, K)  # fmt: skip
     b = lw.b
     regs = [r for group in tile.regs for r in group]
     if op == "=":
         for r in regs:
-            b.mov(r, Imm(0.0, "f32"), "f32")
+            b.mov(r, zero, acc_t)
         acc = regs
     elif op == "+=":
         acc = regs
     else:
-        acc = [b.copy(Imm(0.0, "f32"), "f32", hint="sum") for _ in regs]
+        acc = [b.copy(zero, acc_t, hint="sum") for _ in regs]
     warp_a, warp_b = _warp_offsets(lw, lay, a, bt, transposed)
     a_lane = _lane_offset(lw, a, lambda ln: ldmatrix_address(form.a, ln), False)
     if transposed:  # b is n x k: a memory row is an n, its elements k
@@ -100,7 +104,7 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     b_n = (bt.row_pitch if transposed else 1) * size  # bytes a column of the output
 
     def step(k: Value | None, kk: int) -> None:
-        """One k step of 16 at `k + kk` (`k` a u32 register, or None for 0)."""
+        """One k step of `kstep` at `k + kk` (`k` a u32 register, or None for 0)."""
         at_a = _moved(b, a_at, k, a_k, kk * a_k)
         at_b = _moved(b, b_at, k, b_k, kk * b_k)
         frags_a = []
@@ -116,24 +120,46 @@ def product(lw, s, target, op: str, e, path: str) -> None:
         for q in range(lay.frags):
             i, j = divmod(q, lay.frags_n)
             c = acc[4 * q : 4 * q + 4]
-            b.emit("mma", tuple(c), (*frags_a[i], *frags_b[j], *c), type="f32", from_type=ab,
-                   shape="m16n8k16")  # fmt: skip
+            b.emit("mma", tuple(c), (*frags_a[i], *frags_b[j], *c), type=acc_t, from_type=ab,
+                   shape=shape)  # fmt: skip
 
-    steps = K // KSTEP
+    def half(kk: int) -> None:
+        """The last 16 of an i8 K that is not a multiple of 32: each 16 x 8 fragment as
+        two m8n8k16, its upper rows' registers c0 c1 and its lower rows' c2 c3 (the
+        same elements as m8n8k16's C, `fragments.c_m8n8k16`). The lane addresses are
+        m16n8k32's: an `.x2` of A reads lanes 0-15, rows 0-15 at column 0, so it loads
+        the two 8 x 16 A halves; an `.x1` of B reads lanes 0-7, one fragment's n at k 0."""
+        at_a = _plus(b, a_at, kk * a_k)
+        at_b = _plus(b, b_at, kk * b_k)
+        frags_a = [_ldmatrix(b, _plus(b, at_a, 16 * i * a.row_pitch * size), 2, False)
+                   for i in range(lay.wm // 16)]  # fmt: skip
+        frags_b = [_ldmatrix(b, _plus(b, at_b, 8 * j * b_n), 1, False)
+                   for j in range(lay.frags_n)]  # fmt: skip
+        for q in range(lay.frags):
+            i, j = divmod(q, lay.frags_n)
+            for h in range(2):
+                c = acc[4 * q + 2 * h : 4 * q + 2 * h + 2]
+                b.emit("mma", tuple(c), (frags_a[i][h], *frags_b[j], *c), type=acc_t,
+                       from_type=ab, shape="m8n8k16")  # fmt: skip
+
+    steps, rest = divmod(K, kstep)
+    full = steps * kstep
     unroll = next(u for u in (UNROLL, 2, 1) if steps % u == 0)
-    if unroll == steps:
+    if steps and unroll == steps:
         for kk in range(steps):
-            step(None, KSTEP * kk)
-    else:
+            step(None, kstep * kk)
+    elif steps:
         k = b.reg("u32", "k")
         with b.region() as body:
             for kk in range(unroll):
-                step(k, KSTEP * kk)
-        b.add(For(k, Imm(0, "u32"), Imm(K, "u32"), Imm(KSTEP * unroll, "u32"), body.block,
+                step(k, kstep * kk)
+        b.add(For(k, Imm(0, "u32"), Imm(full, "u32"), Imm(kstep * unroll, "u32"), body.block,
                   span=b.span))  # fmt: skip
+    if rest:
+        half(full)
     if op == "-=":
         for r, x in zip(regs, acc, strict=True):
-            b.mov(r, scalars.binary(b, "-", r, x, "f32"), "f32")
+            b.mov(r, scalars.binary(b, "-", r, x, sum_t), acc_t)
 
 
 def _operand(lw, x):

@@ -771,6 +771,8 @@ class _Planner:
                 plan.layouts[label] = replace(kept[0].layout(threads), vec=sw.vec)
         for e, sym, _ in self.dots:
             path, why = self.paths.get(e.label) or ("fma", self.fma_reason(sym, plan))
+            if path == "fma":
+                path, why = self.fallback(e, why)
             plan.paths[e.label] = path
             log.debug("%s #%d: %s: %s", e.name, e.label, _PATH_NAMES[path], why)
         names = [(f"tile_{s.name}_{i}", size, f, la) for i, (s, size, f, la) in enumerate(requests)]
@@ -915,7 +917,7 @@ class _Planner:
                 if lay is not None:
                     ab = self.tiles[e.args[0].sym][1]
                     self.paths[e.label] = (
-                        f"mma.m16n8k16.{ab}",
+                        "mma.m16n8k32.s8" if ab == "i8" else f"mma.m16n8k16.{ab}",
                         f"{self.lw.threads // 32} warps of {lay.wm}x{lay.wn}, "
                         f"{lay.frags} fragments a warp",
                     )
@@ -931,7 +933,11 @@ class _Planner:
     def mma_refusal(self, e, varying: bool) -> str | None:
         """Why the product `e` does not run on mma.sync m16n8k16, or None: it needs
         `@tensorcore`, sm_80, f16 or bf16 operands summed into f32, M and K multiples of
-        16, N of 8, and every lane of the warp (no branch that may split a warp)."""
+        16, N of 8, and every lane of the warp (no branch that may split a warp). A
+        `dot_t` of i8 tiles into i32 has its own rule (`int8_refusal`)."""
+        a = self.tiles.get(e.args[0].sym)
+        if a is not None and a[1] == "i8":
+            return self.int8_refusal(e, varying)
         attr = getattr(self.lw.k.attrs, "tensorcore", None)
         if not attr:
             return "no @tensorcore"
@@ -952,6 +958,39 @@ class _Planner:
         if varying:
             return "under a branch the lanes of a warp may not all take"
         return None
+
+    def int8_refusal(self, e, varying: bool) -> str | None:
+        """Why the i8 product `e` does not run on integer mma.sync, or None. SPEC.md
+        ("Dense contraction") takes it there without `@tensorcore`: a `dot_t` into i32 on
+        sm_80 (m16n8k32 is sm_80's), M a multiple of 16 (the accumulator is m16n8k32's C
+        fragments, `MmaAcc`), N of 8 and K of 16: each k step of 32 is one m16n8k32 a
+        fragment, a last 16 two m8n8k16 (the upper and lower halves of the fragment)."""
+        chip = self.lw.chip
+        if not (chip.startswith("sm_") and chip[3:5].isdigit() and int(chip[3:5]) >= 80):
+            return f"integer mma.sync m16n8k32 needs sm_80, not {chip}"
+        a, b = (self.tiles.get(x.sym) for x in e.args)
+        out = elem_of(e.type)
+        if e.name != "dot_t" or not (a and b and b[1] == "i8" and out == "i32"):
+            return f"`{e.name}` of i8 into `{out}` (integer mma.sync takes dot_t into i32)"
+        (m, k), n = a[0], b[0][0]
+        for name, extent, unit in (("M", m, 16), ("N", n, 8), ("K", k, 16)):
+            if extent % unit:
+                return f"{name} = {extent} is not a multiple of {unit}"
+        if varying:
+            return "under a branch the lanes of a warp may not all take"
+        return None
+
+    def fallback(self, e, why: str) -> tuple[str, str]:
+        """The CUDA-core path of a product that is not on mma.sync: dp4a for an i8
+        `dot_t` whose K is a multiple of 4 (a word of each operand row a step), else
+        FMA (`mad` for integers), with the reason."""
+        a = self.tiles.get(e.args[0].sym)
+        if a is None or a[1] != "i8" or e.name != "dot_t":
+            return "fma", why
+        k = a[0][1]
+        if k % 4:
+            return "fma", f"K = {k} is not a multiple of 4 (dp4a takes four bytes a step)"
+        return "dp4a", why
 
     def fma_reason(self, sym, plan) -> str:
         """Why a product not grouped with register tiles runs on FMA."""
@@ -983,6 +1022,8 @@ _PATH_NAMES = {
     "fma": "FMA",
     "mma.m16n8k16.f16": "mma.sync m16n8k16 f16 -> f32",
     "mma.m16n8k16.bf16": "mma.sync m16n8k16 bf16 -> f32",
+    "mma.m16n8k32.s8": "mma.sync m16n8k32 s8 -> s32",
+    "dp4a": "dp4a",
 }
 
 

@@ -14,7 +14,8 @@ Invariants checked:
    `%lo, %hi = mov.b32 %w`), and pack, the reverse (`%w = mov.b32 %lo, %hi`); every
    operand of either form is a register, never an immediate. `cvt_x2` rounds two `f32`
    registers (`from_type`) to `f16` or `bf16` (`type`) by `rn` (the default) or `rz`,
-   writing one `b32` register.
+   writing one `b32` register. `dp4a` (`s32` or `u32`) reads two words of four bytes and
+   a sum, and writes the sum plus the four byte products.
 4. Memory: `space` is one of `lir.SPACES`; a global or param address is a `u64`
    register, a shared address a `u32` or `u64`; `vec` is 1, 2 or 4 and a vector
    access is at most 16 bytes; `ld` writes `vec` registers and `st` stores `vec`.
@@ -184,6 +185,9 @@ class _Verifier:
             return self.one_dest(i, type_)
         if i.op in ("popc",):
             return self.one_dest(i, None)
+        if i.op == "dp4a" and (type_ not in ("s32", "u32") or len(i.srcs) != 3):
+            self.fail("`dp4a` is s32 or u32 and takes three operands: two words of four bytes "
+                      "and the sum", i)  # fmt: skip
         self.one_dest(i, type_)
 
     def check_compare(self, i: lir.Inst, type_: str | None) -> None:
