@@ -210,7 +210,7 @@ def test_small_products_idle_threads_and_one_element():
     np.testing.assert_allclose(got["W"], want["X"][:1] @ want["Y"][:, :1], rtol=1e-5)
 
 
-# i8 operands through dot_t: i32 sums, exact.
+# i8 operands through dot_t: i32 sums, exact (K = 12: a word of each row a dp4a).
 INT8 = """
 @launch(64)
 kernel k(A: tensor<i8>[16, 12], B: tensor<i8>[16, 12], C: tensor<i32>[16, 16]) {
@@ -218,8 +218,8 @@ kernel k(A: tensor<i8>[16, 12], B: tensor<i8>[16, 12], C: tensor<i32>[16, 16]) {
   var b = B[0 :+ 16, :]
   C[0 :+ 16, :] = dot_t(a, b)
 }
-// CHECK: ld.shared.v4.s8
-// CHECK: mad.s32
+// CHECK: ld.shared.u32
+// CHECK: dp4a.s32
 """
 
 
