@@ -368,6 +368,7 @@ class _Planner:
         self.dots: list = []  # (the `dot` node, its target's Sym, under a varying branch)
         self.varying = 0  # branches open whose condition may differ within a warp
         self.paths: dict = {}  # label of a `dot` -> (path, why): `tensor_cores`
+        self.wmma: set = set()  # labels of the `dot`s on WMMA (`on_wmma`)
 
     # -- walking -------------------------------------------------------------
 
@@ -630,6 +631,9 @@ class _Planner:
         self.touch(sym)
         self.products.add(sym)
         self.dots.append((value, sym, self.varying > 0))
+        if self.on_wmma(value):
+            self.wmma.add(value.label)
+            self.mark_other(sym, "a WMMA accumulator is opaque: it is kept in shared memory")
 
     def sweep(self, node, shape, value, target=None) -> _Sweep:
         lw = self.lw
@@ -771,7 +775,9 @@ class _Planner:
                 plan.layouts[label] = replace(kept[0].layout(threads), vec=sw.vec)
         for e, sym, _ in self.dots:
             path, why = self.paths.get(e.label) or ("fma", self.fma_reason(sym, plan))
-            if path == "fma":
+            if e.label in self.wmma:
+                path, why = "wmma", f"@tensorcore(wmma): {_wmma_frags(e)} fragments of 16x16"
+            elif path == "fma":
                 path, why = self.fallback(e, why)
             plan.paths[e.label] = path
             log.debug("%s #%d: %s: %s", e.name, e.label, _PATH_NAMES[path], why)
@@ -942,7 +948,7 @@ class _Planner:
         if not attr:
             return "no @tensorcore"
         if attr == "wmma":
-            return "@tensorcore(wmma): the WMMA path is not lowered yet"
+            return "@tensorcore(wmma) asks for WMMA"
         chip = self.lw.chip
         if not (chip.startswith("sm_") and chip[3:5].isdigit() and int(chip[3:5]) >= 80):
             return f"mma.sync m16n8k16 needs sm_80, not {chip}"
@@ -958,6 +964,39 @@ class _Planner:
         if varying:
             return "under a branch the lanes of a warp may not all take"
         return None
+
+    def on_wmma(self, e) -> bool:
+        """Whether the product `e` runs on WMMA m16n16k16: under `@tensorcore(wmma)`, a
+        product of float tiles does, or is refused here (E0514) when it cannot: f16
+        operands summed into f32, M, N and K multiples of 16, every lane of the warp.
+        (An i8 `dot_t` keeps its own paths.)"""
+        if getattr(self.lw.k.attrs, "tensorcore", None) != "wmma":
+            return False
+        a, b = (self.tiles.get(x.sym) for x in e.args)
+        if a is None or b is None or a[1] == "i8":
+            return False
+        out = elem_of(e.type)
+        why = None
+        if not (a[1] == "f16" and b[1] == "f16" and out == "f32"):
+            why = f"its operands are `{a[1]}` into `{out}`; WMMA takes f16 into f32"
+        else:
+            (m, k), n = a[0], b[0][0] if e.name == "dot_t" else b[0][1]
+            bad = [f"{name} = {x}" for name, x in (("M", m), ("N", n), ("K", k)) if x % 16]
+            if bad:
+                why = f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not a multiple of 16"
+            elif self.varying:
+                why = "it is under a branch the lanes of a warp may not all take"
+        if why is None:
+            return True
+        raise NotLowered(
+            f"`{e.name}` on WMMA",
+            e.span,
+            code="E0514",
+            message=f"`@tensorcore(wmma)` cannot run this `{e.name}` on WMMA m16n16k16: {why}",
+            note="WMMA m16n16k16 multiplies 16x16 f16 fragments into f32 ones, a warp each",
+            help="make every extent of the product a multiple of 16, or use `@tensorcore`, "
+            "which falls back to FMA where a product does not fit",
+        )
 
     def int8_refusal(self, e, varying: bool) -> str | None:
         """Why the i8 product `e` does not run on integer mma.sync, or None. SPEC.md
@@ -1017,6 +1056,12 @@ class _Planner:
         return pitch
 
 
+def _wmma_frags(e) -> int:
+    m = e.args[0].type.dims[0]
+    n = e.args[1].type.dims[0 if e.name == "dot_t" else 1]
+    return (m // 16) * (n // 16)
+
+
 # The paths of a product (`Plan.paths`), as the log names them.
 _PATH_NAMES = {
     "fma": "FMA",
@@ -1024,6 +1069,7 @@ _PATH_NAMES = {
     "mma.m16n8k16.bf16": "mma.sync m16n8k16 bf16 -> f32",
     "mma.m16n8k32.s8": "mma.sync m16n8k32 s8 -> s32",
     "dp4a": "dp4a",
+    "wmma": "WMMA m16n16k16 f16 -> f32",
 }
 
 
