@@ -116,6 +116,9 @@ MEMORY = {"ld", "st", "atom", "red"}
 # Special registers: attrs name (tid.x, ctaid.x, nctaid.x, laneid, warpid, ...).
 SPECIAL = {"sreg"}
 # Synchronization and ordering: bar.sync; fence (attrs scope: cta gpu sys, sem).
+# `bar %id[, %count]` is bar.sync on barrier `id` (0 to 15) for `count` threads (a
+# multiple of 32; all the CTA's without it); `[arrive=1]` is bar.arrive, which does not
+# wait and needs the count: a named barrier between a producer and its consumers.
 SYNC = {"bar", "fence"}
 # Warp-wide: shfl (mode bfly up down idx, c = clamp) and vote (mode any all ballot).
 WARP = {"shfl", "vote"}
@@ -138,11 +141,25 @@ ASYNC = {"cp_async", "cp_async_commit", "cp_async_wait"}
 # `blayout`) and `wmma_store` (`layout`) are m16n16k16 f16 -> f32 WMMA, with an optional
 # stride operand in elements after the address (`wmma_store %addr, %d.., %stride`).
 TENSOR = {"ldmatrix", "mma", "wmma_load", "wmma_mma", "wmma_store"}
+# Hopper's asynchronous machinery (sm_90; `phobos.lower.verify_hopper` has the rules).
+# An mbarrier is a u64 word of shared memory named by its u32 shared address:
+# `mbarrier_init %bar, %count`; `%tok = mbarrier_arrive %bar` (no destination: the `_`
+# sink) and `mbarrier_arrive_expect_tx %bar, %bytes` (one arrival and the bytes the phase
+# waits for) return the phase's state token; `%p = mbarrier_try_wait_parity %bar, %parity`
+# is true once the phase of that parity has completed (the lowering loops on it);
+# `fence_mbarrier_init` makes the inits visible to the async proxy.
+# `cp_async_bulk %sdst, %gsrc, %size, %bar` copies `size` bytes (a multiple of 16) from
+# global to shared memory, completing that many transaction bytes on `%bar`.
+# `%p[, %lane] = elect_sync` is true in one lane of the warp; `setmaxnreg  [action=inc,
+# regs=240]` moves registers between warpgroups (sm_90a).
+HOPPER = {"mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
+          "mbarrier_try_wait_parity", "fence_mbarrier_init", "cp_async_bulk", "elect_sync",
+          "setmaxnreg"}  # fmt: skip
 
 FAMILIES: dict[str, set[str]] = {
     "arith": ARITH, "bits": BITS, "compare": COMPARE, "convert": CONVERT, "math": MATH,
     "memory": MEMORY, "special": SPECIAL, "sync": SYNC, "warp": WARP, "trap": TRAP,
-    "async": ASYNC, "tensor": TENSOR,
+    "async": ASYNC, "tensor": TENSOR, "hopper": HOPPER,
 }  # fmt: skip
 OPS: dict[str, str] = {op: family for family, ops in FAMILIES.items() for op in ops}
 

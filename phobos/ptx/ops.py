@@ -752,6 +752,11 @@ def _bar(e: Emitter, i: lir.Inst) -> str:
     if i.dests or len(i.srcs) > 2:
         e.fail(i, "takes a barrier number and optionally a thread count")
     ops = [e.operand(s, imm_ok=True) for s in i.srcs] or ["0"]
+    # bar.arrive signals without waiting; the ISA needs its thread count.
+    if i.attr("arrive"):
+        if len(i.srcs) != 2:
+            e.fail(i, "arrives without a thread count (bar.arrive needs one)")
+        return f"bar.arrive {', '.join(ops)}"
     return f"bar.sync {', '.join(ops)}"
 
 
@@ -1035,7 +1040,7 @@ ATTRS: dict[str, tuple[str, ...]] = {
     "bitcast": ("type", "from_type"),
     **{op: _FLOAT for op in lir.MATH},
     "ld": (*_MEM, "cache"), "st": (*_MEM, "cache"), "atom": (*_MEM, "atom"), "red": (*_MEM, "atom"),
-    "sreg": ("name",), "bar": (), "fence": ("sem", "scope", "proxy", "space"),
+    "sreg": ("name",), "bar": ("arrive",), "fence": ("sem", "scope", "proxy", "space"),
     "shfl": ("type", "mode", "mask"), "vote": ("mode", "mask"), "trap": (),
     "cp_async": ("size", "cache"), "cp_async_commit": (), "cp_async_wait": ("pending",),
     "cvt_x2": ("type", "from_type", "rounding"), "ldmatrix": ("type", "space", "trans"),
@@ -1051,6 +1056,9 @@ def check_attrs(e: Emitter, i: lir.Inst) -> None:
         if key not in ATTRS[i.op] and not (key == "vec" and value == 1):
             e.fail(i, f"has attribute `{key}`, which it does not take")
 
+
+# Hopper's rules live in their own module and register themselves here.
+from phobos.ptx import hopper  # noqa: E402, F401
 
 missing = set(lir.OPS) - set(RULES)
 assert not missing, f"lir ops without a PTX rule: {sorted(missing)}"

@@ -24,6 +24,8 @@ FEATURES: dict[str, tuple[str, int]] = {
     "bf16_math": ("add, sub, mul, setp, ex2, tanh on bf16; cvt between bf16 and any type", 90),
     "atom_add_bf16": ("atom.add.noftz.bf16", 90),
     "async_proxy": ("fence.proxy.async, bulk copies (TMA) completing on an mbarrier", 90),
+    "mbarrier": ("mbarrier transaction counts, try_wait and fence.mbarrier_init", 90),
+    "elect": ("elect.sync, one lane of a warp chosen", 90),
     "cluster": ("thread-block clusters and distributed shared memory", 90),
     "wgmma": ("warpgroup matrix multiply-accumulate (sm_90a only)", 900),
     "setmaxnreg": ("setmaxnreg: moving registers between warpgroups (sm_90a only)", 900),

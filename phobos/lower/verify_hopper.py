@@ -1,0 +1,147 @@
+"""The verifier's rules for Hopper's asynchronous ops (`lir.HOPPER`), invariant 9 of
+`phobos.lower.verify`.
+
+An mbarrier is named by a `u32` shared address register, first among the sources.
+`mbarrier_init` takes it and an arrival count (1 to 2^20 - 1); `mbarrier_arrive` takes it
+alone and `mbarrier_arrive_expect_tx` it and a transaction byte count (0 to 2^20 - 1),
+each writing nothing (the `_` sink) or the state token, one `b64` register;
+`mbarrier_try_wait_parity` takes it and a phase parity (an immediate 0 or 1, or a 32-bit
+integer register) and writes one `pred`. `fence_mbarrier_init` takes nothing.
+`cp_async_bulk` takes a `u32` shared destination, a `u64` global source, a 32-bit size
+(an immediate one positive and a multiple of 16) and the mbarrier. `elect_sync` writes a
+`pred` and optionally the elected lane (`u32`), reads nothing and carries no guard.
+`setmaxnreg` has `action` inc or dec and `regs` a multiple of 8 from 24 to 256, no
+operand and no guard. Integer sources are 32-bit (`u32`, `s32`, `b32`).
+
+    >>> from phobos.lower.lir import Block, Imm, Kernel, Reg, inst
+    >>> from phobos.lower.verify import LirError, verify
+    >>> bar = Reg("bar", "u64")
+    >>> k = Kernel("k", (), Block((inst("mov", (bar,), (Imm(0, "u64"),), type="u64"),
+    ...     inst("mbarrier_init", (), (bar, Imm(1, "u32"))))))
+    >>> try:
+    ...     verify(k)
+    ... except LirError as exc:
+    ...     print(exc)
+    `k`: an mbarrier is named by a u32 shared address register, not `%bar` (u64) in `mbarrier_init %bar, 1:u32`
+"""
+
+from __future__ import annotations
+
+from phobos.lower import lir
+
+INT32 = ("u32", "s32", "b32")
+MAX_COUNT = (1 << 20) - 1  # the ISA's range for arrival and transaction counts
+
+
+def check(v, i: lir.Inst, type_: str | None) -> None:
+    """Check one Hopper op for the `_Verifier` `v` (its `fail` raises `LirError`)."""
+    RULES[i.op](v, i)
+
+
+def _mbarrier(v, i: lir.Inst, srcs: int) -> None:
+    if len(i.srcs) != srcs:
+        v.fail(f"`{i.op}` takes {srcs} operand{'s' if srcs > 1 else ''}, not {len(i.srcs)}", i)
+    bar = i.srcs[0]
+    if not isinstance(bar, lir.Reg) or bar.type != "u32":
+        v.fail(f"an mbarrier is named by a u32 shared address register, not `{bar}` "
+               f"({bar.type})", i)  # fmt: skip
+
+
+def _int(v, i: lir.Inst, value: lir.Value, what: str, lo: int, hi: int, step: int = 1) -> None:
+    if value.type not in INT32:
+        v.fail(f"{what} is a 32-bit integer, not {value.type}", i)
+    if isinstance(value, lir.Imm) and not (lo <= value.value <= hi and value.value % step == 0):
+        every = f" in steps of {step}" if step > 1 else ""
+        v.fail(f"{what} of {value.value} is not {lo} to {hi}{every}", i)
+
+
+def _token(v, i: lir.Inst) -> None:
+    if len(i.dests) > 1 or any(d.type != "b64" for d in i.dests):
+        v.fail(f"`{i.op}` writes its state token to one b64 register, or none (the sink)", i)
+
+
+def _no_dests(v, i: lir.Inst) -> None:
+    if i.dests:
+        v.fail(f"`{i.op}` writes no register", i)
+
+
+def _init(v, i: lir.Inst) -> None:
+    _mbarrier(v, i, 2)
+    _no_dests(v, i)
+    _int(v, i, i.srcs[1], "an arrival count", 1, MAX_COUNT)
+
+
+def _arrive(v, i: lir.Inst) -> None:
+    _mbarrier(v, i, 1)
+    _token(v, i)
+
+
+def _expect_tx(v, i: lir.Inst) -> None:
+    _mbarrier(v, i, 2)
+    _token(v, i)
+    _int(v, i, i.srcs[1], "a transaction byte count", 0, MAX_COUNT)
+
+
+def _try_wait(v, i: lir.Inst) -> None:
+    _mbarrier(v, i, 2)
+    if len(i.dests) != 1 or i.dests[0].type != "pred":
+        v.fail("`mbarrier_try_wait_parity` writes one pred register", i)
+    _int(v, i, i.srcs[1], "a phase parity", 0, 1)
+
+
+def _fence_init(v, i: lir.Inst) -> None:
+    if i.dests or i.srcs:
+        v.fail("`fence_mbarrier_init` takes no operand and writes no register", i)
+
+
+def _bulk(v, i: lir.Inst) -> None:
+    _no_dests(v, i)
+    if len(i.srcs) != 4:
+        v.fail("`cp_async_bulk` takes a shared destination, a global source, a size and an "
+               f"mbarrier, not {len(i.srcs)} operands", i)  # fmt: skip
+    dst, src, size, bar = i.srcs
+    if not isinstance(dst, lir.Reg) or dst.type != "u32":
+        v.fail(f"a bulk copy's destination is a u32 shared address register, not `{dst}`", i)
+    if not isinstance(src, lir.Reg) or src.type != "u64":
+        v.fail(f"a bulk copy's source is a u64 global address register, not `{src}`", i)
+    _int(v, i, size, "a bulk copy's size", 16, MAX_COUNT, 16)
+    if not isinstance(bar, lir.Reg) or bar.type != "u32":
+        v.fail(f"an mbarrier is named by a u32 shared address register, not `{bar}` "
+               f"({bar.type})", i)  # fmt: skip
+
+
+def _collective(v, i: lir.Inst) -> None:
+    if i.guard is not None:
+        v.fail(f"`{i.op}` runs on the whole warp and takes no guard", i)
+
+
+def _elect(v, i: lir.Inst) -> None:
+    _collective(v, i)
+    types = tuple(d.type for d in i.dests)
+    if i.srcs or types not in (("pred",), ("pred", "u32")):
+        v.fail("`elect_sync` reads nothing and writes a pred, then optionally the lane (u32)", i)
+
+
+def _setmaxnreg(v, i: lir.Inst) -> None:
+    _collective(v, i)
+    _no_dests(v, i)
+    if i.srcs:
+        v.fail("`setmaxnreg` takes no operand: the count is its `regs`", i)
+    if i.attr("action") not in ("inc", "dec"):
+        v.fail(f"`setmaxnreg` has `action` inc or dec, not {i.attr('action')!r}", i)
+    regs = i.attr("regs")
+    if not isinstance(regs, int) or isinstance(regs, bool) or not 24 <= regs <= 256 or regs % 8:
+        v.fail(f"`setmaxnreg` sets a multiple of 8 registers from 24 to 256, not {regs!r}", i)
+
+
+RULES = {
+    "mbarrier_init": _init,
+    "mbarrier_arrive": _arrive,
+    "mbarrier_arrive_expect_tx": _expect_tx,
+    "mbarrier_try_wait_parity": _try_wait,
+    "fence_mbarrier_init": _fence_init,
+    "cp_async_bulk": _bulk,
+    "elect_sync": _elect,
+    "setmaxnreg": _setmaxnreg,
+}
+assert set(RULES) == lir.HOPPER, sorted(set(RULES) ^ lir.HOPPER)

@@ -1,0 +1,141 @@
+"""PTX rules for Hopper's asynchronous ops (`lir.HOPPER`), registered into
+`phobos.ptx.ops.RULES` and `ATTRS` when that module loads.
+
+Every mbarrier, bulk-copy destination and the like is a lir shared offset (a `u32`
+register) rebased onto the CTA's window as ld/st rebase it; a CTA's own shared::cta
+address is a valid shared::cluster one, which the bulk copy's destination takes (PTX ISA,
+"State spaces: shared"). The mbarrier ops, try_wait and fence.mbarrier_init need sm_90;
+the bulk copy the async proxy (sm_90); `setmaxnreg` sm_90a.
+
+    >>> from phobos.lower.lir import Block, Imm, Kernel, Reg, SharedBuffer, inst
+    >>> from phobos.ptx import emit_kernel
+    >>> bar = Reg("bar", "u32")
+    >>> k = Kernel("k", (), Block((inst("mov", (bar,), (Imm(0, "u32"),), type="u32"),
+    ...     inst("mbarrier_init", (), (bar, Imm(1, "u32"))))), threads=32, smem=8,
+    ...     shared=(SharedBuffer("bars", 0, 8, 8),))
+    >>> [line.strip() for line in emit_kernel(k).splitlines() if "mbarrier" in line]
+    ['mbarrier.init.shared::cta.b64 [%r1], 1;']
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from phobos.lower import lir
+from phobos.ptx.ops import ATTRS, FULL_WARP, _shared_address, arity, rule
+
+if TYPE_CHECKING:
+    from phobos.ptx.emit import Emitter
+
+
+def _bar(e: Emitter, i: lir.Inst, srcs: int) -> str:
+    e.needs(i, "mbarrier")
+    if len(i.srcs) != srcs:
+        e.fail(i, f"takes {srcs} operands, not {len(i.srcs)}")
+    return f"[{_shared_address(e, i, i.srcs[0])}]"
+
+
+def _count(e: Emitter, i: lir.Inst, value: lir.Value) -> str:
+    if value.type not in ("u32", "s32", "b32"):
+        e.fail(i, f"takes a 32-bit count, not {value.type}")
+    return e.operand(value, imm_ok=True)
+
+
+def _token(e: Emitter, i: lir.Inst) -> str:
+    if not i.dests:
+        return "_"  # the sink: the state token is not kept
+    if len(i.dests) != 1 or i.dests[0].type != "b64":
+        e.fail(i, "writes its state token to one b64 register or none")
+    return e.name(i.dests[0])
+
+
+@rule("mbarrier_init")
+def _mbarrier_init(e: Emitter, i: lir.Inst) -> str:
+    addr = _bar(e, i, 2)
+    return f"mbarrier.init.shared::cta.b64 {addr}, {_count(e, i, i.srcs[1])}"
+
+
+@rule("mbarrier_arrive")
+def _mbarrier_arrive(e: Emitter, i: lir.Inst) -> str:
+    addr = _bar(e, i, 1)
+    return f"mbarrier.arrive.shared::cta.b64 {_token(e, i)}, {addr}"
+
+
+@rule("mbarrier_arrive_expect_tx")
+def _mbarrier_arrive_expect_tx(e: Emitter, i: lir.Inst) -> str:
+    addr = _bar(e, i, 2)
+    tx = _count(e, i, i.srcs[1])
+    return f"mbarrier.arrive.expect_tx.shared::cta.b64 {_token(e, i)}, {addr}, {tx}"
+
+
+@rule("mbarrier_try_wait_parity")
+def _mbarrier_try_wait_parity(e: Emitter, i: lir.Inst) -> str:
+    addr = _bar(e, i, 2)
+    if len(i.dests) != 1 or i.dests[0].type != "pred":
+        e.fail(i, "writes one pred register")
+    parity = _count(e, i, i.srcs[1])
+    return f"mbarrier.try_wait.parity.shared::cta.b64 {e.name(i.dests[0])}, {addr}, {parity}"
+
+
+@rule("fence_mbarrier_init")
+def _fence_mbarrier_init(e: Emitter, i: lir.Inst) -> str:
+    # The ISA's only form: release at cluster scope, so the async proxy sees the inits.
+    e.needs(i, "mbarrier")
+    arity(e, i, 0)
+    return "fence.mbarrier_init.release.cluster"
+
+
+@rule("cp_async_bulk")
+def _cp_async_bulk(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "async_proxy")
+    if i.dests or len(i.srcs) != 4:
+        e.fail(i, "takes a shared destination, a global source, a size and an mbarrier")
+    dst, src, size, bar = i.srcs
+    if not isinstance(src, lir.Reg) or src.type != "u64":
+        e.fail(i, "takes a u64 global source register")
+    if isinstance(size, lir.Imm) and (size.value <= 0 or size.value % 16):
+        e.fail(i, f"copies {size.value} bytes, not a positive multiple of 16")
+    ops = [
+        f"[{_shared_address(e, i, dst)}]",
+        f"[{e.name(src)}]",
+        _count(e, i, size),
+        f"[{_shared_address(e, i, bar)}]",
+    ]
+    head = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+    return f"{head} {', '.join(ops)}"
+
+
+@rule("elect_sync")
+def _elect_sync(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "elect")
+    types = tuple(d.type for d in i.dests)
+    if i.srcs or types not in (("pred",), ("pred", "u32")):
+        e.fail(i, "writes a pred and optionally the lane, and reads nothing")
+    lane = e.name(i.dests[1]) if len(i.dests) == 2 else "_"
+    return f"elect.sync {lane}|{e.name(i.dests[0])}, {FULL_WARP}"
+
+
+@rule("setmaxnreg")
+def _setmaxnreg(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "setmaxnreg")
+    arity(e, i, 0)
+    action, regs = i.attr("action"), i.attr("regs")
+    if action not in ("inc", "dec"):
+        e.fail(i, f"has action {action!r}, not inc or dec")
+    if not isinstance(regs, int) or not 24 <= regs <= 256 or regs % 8:
+        e.fail(i, f"sets {regs!r} registers, not a multiple of 8 from 24 to 256")
+    return f"setmaxnreg.{action}.sync.aligned.u32 {regs}"
+
+
+ATTRS.update(
+    {
+        "mbarrier_init": (),
+        "mbarrier_arrive": (),
+        "mbarrier_arrive_expect_tx": (),
+        "mbarrier_try_wait_parity": (),
+        "fence_mbarrier_init": (),
+        "cp_async_bulk": (),
+        "elect_sync": (),
+        "setmaxnreg": ("action", "regs"),
+    }
+)

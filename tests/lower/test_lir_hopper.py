@@ -1,0 +1,133 @@
+"""Hopper's asynchronous ops in lir's text form — mbarriers, the bulk copy, elect_sync,
+setmaxnreg, named barriers, the async-proxy fence — and what the verifier refuses of
+them."""
+
+import pytest
+
+from phobos.lower import lir
+from phobos.lower.lir import Block, Imm, Kernel, Param, Reg, SharedBuffer, inst
+from phobos.lower.lirparse import parse_kernel
+from phobos.lower.verify import LirError, verify
+
+g, s, bar, n = Reg("g", "u64"), Reg("s", "u32"), Reg("bar", "u32"), Reg("n", "u32")
+p, tok, lane = Reg("p", "pred"), Reg("tok", "b64"), Reg("lane", "u32")
+U = lambda v: Imm(v, "u32")  # noqa: E731
+
+TEXT = """kernel hop(%g: u64) threads=128 smem=1040 {
+  shared tile @0 size=1024 align=16
+  shared bars @1024 size=16 align=8
+  reg %s: u32
+  reg %bar: u32
+  reg %n: u32
+  reg %tok: b64
+  reg %p: pred
+  reg %lane: u32
+  %s = sreg.tid.x
+  %bar = mov.u32 1024:u32
+  %n = and.b32 %s, 1:u32
+  mbarrier_init %bar, 1:u32
+  fence_mbarrier_init
+  bar 0:u32
+  %tok = mbarrier_arrive %bar
+  mbarrier_arrive %bar
+  mbarrier_arrive_expect_tx %bar, 1024:u32
+  cp_async_bulk %s, %g, 1024:u32, %bar
+  %p = mbarrier_try_wait_parity %bar, %n
+  @!%p cp_async_bulk %s, %g, %n, %bar
+  fence.shared  [proxy=async]
+  %p, %lane = elect_sync
+  %p = elect_sync
+  bar 1:u32, 64:u32
+  bar 2:u32, 96:u32  [arrive=1]
+  setmaxnreg  [action=dec, regs=40]
+}"""
+
+
+def kernel(*items) -> Kernel:
+    head = (
+        inst("sreg", (s,), (), name="tid.x"),
+        inst("mov", (bar,), (U(1024),), type="u32"),
+        inst("and", (n,), (s, U(1)), type="b32"),
+        inst("setp", (p,), (s, U(4)), cmp="lt", type="u32"),
+    )
+    return Kernel(
+        "hop",
+        (Param("g", "u64"),),
+        Block(head + tuple(items)),
+        threads=128,
+        smem=1040,
+        shared=(SharedBuffer("tile", 0, 1024), SharedBuffer("bars", 1024, 16, 8)),
+    )
+
+
+def test_text_round_trips():
+    k = parse_kernel(TEXT)
+    verify(k)
+    assert lir.print_kernel(k) == TEXT
+    ops = [i.op for i in k.body.items if isinstance(i, lir.Inst)]
+    assert set(ops) >= lir.HOPPER
+    assert parse_kernel(lir.print_kernel(k)) == k
+
+
+def test_the_parsed_operands():
+    items = {lir.print_item(i): i for i in parse_kernel(TEXT).body.items}
+    sink = items["mbarrier_arrive %bar"]
+    assert sink.dests == () and sink.srcs == (bar,)
+    assert items["%tok = mbarrier_arrive %bar"].dests == (tok,)
+    elect = items["%p, %lane = elect_sync"]
+    assert elect.dests == (p, lane) and elect.srcs == ()
+    named = items["bar 2:u32, 96:u32  [arrive=1]"]
+    assert named.srcs == (U(2), U(96)) and named.attr("arrive") == 1
+    reg = items["setmaxnreg  [action=dec, regs=40]"]
+    assert reg.attr("action") == "dec" and reg.attr("regs") == 40
+
+
+def test_every_hopper_op_is_in_the_op_table():
+    assert all(lir.OPS[op] == "hopper" for op in lir.HOPPER)
+
+
+REFUSED = [
+    (
+        inst("mbarrier_init", (), (Reg("w", "u64"), U(1))),
+        r"an mbarrier is named by a u32 shared address register, not `%w` \(u64\)",
+    ),
+    (inst("mbarrier_init", (), (U(1024), U(1))), r"not `1024:u32` \(u32\)"),
+    (inst("mbarrier_init", (), (bar,)), r"`mbarrier_init` takes 2 operands, not 1"),
+    (inst("mbarrier_init", (), (bar, U(0))), r"an arrival count of 0 is not 1 to 1048575"),
+    (inst("mbarrier_init", (), (bar, Imm(1, "u64"))), r"an arrival count is a 32-bit integer"),
+    (inst("mbarrier_init", (n,), (bar, U(1))), r"`mbarrier_init` writes no register"),
+    (inst("mbarrier_arrive", (n,), (bar,)), r"state token to one b64 register, or none"),
+    (inst("mbarrier_arrive", (), (bar, U(1))), r"`mbarrier_arrive` takes 1 operand, not 2"),
+    (
+        inst("mbarrier_arrive_expect_tx", (), (bar, U(1 << 20))),
+        r"a transaction byte count of 1048576 is not 0 to 1048575",
+    ),
+    (inst("mbarrier_try_wait_parity", (n,), (bar, U(0))), r"writes one pred register"),
+    (inst("mbarrier_try_wait_parity", (p,), (bar, U(2))), r"a phase parity of 2 is not 0 to 1"),
+    (inst("fence_mbarrier_init", (), (bar,)), r"takes no operand and writes no register"),
+    (
+        inst("cp_async_bulk", (), (s, g, U(24), bar)),
+        r"a bulk copy's size of 24 is not 16 to 1048575 in steps of 16",
+    ),
+    (inst("cp_async_bulk", (), (s, g, U(0), bar)), r"size of 0 is not 16 to"),
+    (inst("cp_async_bulk", (), (s, g, U(16))), r"not 3 operands"),
+    (inst("cp_async_bulk", (), (g, g, U(16), bar)), r"destination is a u32 shared address"),
+    (inst("cp_async_bulk", (), (s, s, U(16), bar)), r"source is a u64 global address"),
+    (inst("cp_async_bulk", (), (s, g, U(16), g)), r"an mbarrier is named by a u32 shared"),
+    (inst("elect_sync", (n,)), r"writes a pred, then optionally the lane"),
+    (inst("elect_sync", (p,), guard=p), r"runs on the whole warp and takes no guard"),
+    (
+        inst("setmaxnreg", action="inc", regs=20),
+        r"a multiple of 8 registers from 24 to 256, not 20",
+    ),
+    (inst("setmaxnreg", action="inc", regs=260), r"not 260"),
+    (inst("setmaxnreg", action="dec", regs=100), r"not 100"),
+    (inst("setmaxnreg", action="up", regs=240), r"`action` inc or dec, not 'up'"),
+    (inst("setmaxnreg", (), (U(240),), action="inc", regs=240), r"takes no operand"),
+]
+
+
+@pytest.mark.parametrize(("item", "message"), REFUSED, ids=lambda x: getattr(x, "op", ""))
+def test_the_verifier_refuses(item, message):
+    with pytest.raises(LirError, match=message):
+        verify(kernel(item))

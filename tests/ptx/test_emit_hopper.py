@@ -1,0 +1,165 @@
+"""Hopper's asynchronous ops as PTX: mbarriers (init, arrive, arrive.expect_tx,
+try_wait.parity, fence.mbarrier_init), the bulk copy completing on an mbarrier,
+fence.proxy.async, elect.sync, named barriers and setmaxnreg; assembled for sm_90 (and
+sm_90a for setmaxnreg) and refused below."""
+
+import pytest
+
+from phobos.lower.lir import Block, Imm, Kernel, Param, Reg, SharedBuffer, inst
+from phobos.lower.verify import verify
+from phobos.ptx import NoTemplate, TargetError, emit_kernel, emit_module
+
+g, s, bar = Reg("g", "u64"), Reg("s", "u32"), Reg("bar", "u32")
+n, p, q, lane, tok = (
+    Reg("n", "u32"),
+    Reg("p", "pred"),
+    Reg("q", "pred"),
+    Reg("l", "u32"),
+    Reg("tok", "b64"),
+)
+U = lambda v: Imm(v, "u32")  # noqa: E731
+
+
+def kernel(*items, threads=128) -> Kernel:
+    head = (
+        inst("sreg", (s,), (), name="tid.x"),
+        inst("mov", (bar,), (U(1024),), type="u32"),
+        inst("and", (n,), (s, U(1)), type="b32"),
+    )
+    k = Kernel(
+        "hop",
+        (Param("g", "u64"),),
+        Block(head + tuple(items)),
+        threads=threads,
+        smem=1040,
+        shared=(SharedBuffer("tile", 0, 1024), SharedBuffer("bars", 1024, 16, 8)),
+    )
+    verify(k)
+    return k
+
+
+MBARRIERS = kernel(
+    inst("mbarrier_init", (), (bar, U(1))),
+    inst("mbarrier_init", (), (bar, n)),
+    inst("fence_mbarrier_init"),
+    inst("mbarrier_arrive", (tok,), (bar,)),
+    inst("mbarrier_arrive", (), (bar,)),
+    inst("mbarrier_arrive_expect_tx", (), (bar, U(256))),
+    inst("mbarrier_arrive_expect_tx", (tok,), (bar, n), guard=p),
+    inst("mbarrier_try_wait_parity", (q,), (bar, U(0))),
+    inst("mbarrier_try_wait_parity", (q,), (bar, n)),
+    inst("cp_async_bulk", (), (s, g, U(256), bar)),
+    inst("cp_async_bulk", (), (s, g, n, bar), guard=q, guard_negated=True),
+    inst("fence", space="shared", proxy="async"),
+    inst("elect_sync", (p,)),
+    inst("elect_sync", (p, lane)),
+    inst("bar", (), (U(1), U(64))),
+    inst("bar", (), (U(2), U(96)), arrive=1),
+    inst("bar", (), (n, U(64)), arrive=1),
+)
+
+SETMAXNREG = kernel(
+    inst("setmaxnreg", action="dec", regs=40), inst("setmaxnreg", action="inc", regs=232)
+)
+
+
+def body(text: str) -> list[str]:
+    lines = [line.strip().rstrip(";") for line in text.splitlines()]
+    return lines[lines.index("mov.u32 %rb0, $smem") + 1 : -2]
+
+
+def test_the_ptx_text():
+    lines = body(emit_kernel(MBARRIERS, "sm_90"))
+    picked = [line for line in lines if not line.startswith(("add.u32", "mov.", "and.b32", "//"))]
+    assert picked == [
+        "mbarrier.init.shared::cta.b64 [%r4], 1",
+        "mbarrier.init.shared::cta.b64 [%r5], %r2",
+        "fence.mbarrier_init.release.cluster",
+        "mbarrier.arrive.shared::cta.b64 %rd1, [%r6]",
+        "mbarrier.arrive.shared::cta.b64 _, [%r7]",
+        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r8], 256",
+        "@%p0 mbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r9], %r2",
+        "mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r10], 0",
+        "mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r11], %r2",
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r12], [%rd0], 256, "
+        "[%r13]",
+        "@!%p1 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r14], [%rd0], "
+        "%r2, [%r15]",
+        "fence.proxy.async.shared::cta",
+        "elect.sync _|%p0, 0xffffffff",
+        "elect.sync %r3|%p0, 0xffffffff",
+        "bar.sync 1, 64",
+        "bar.arrive 2, 96",
+        "bar.arrive %r2, 64",
+    ]
+    # Each mbarrier address is the lir offset rebased onto the window, just before.
+    assert lines[lines.index(picked[0]) - 1] == "add.u32 %r4, %r1, %rb0"
+
+
+def test_setmaxnreg_text():
+    text = emit_kernel(SETMAXNREG, "sm_90a")
+    lines = [line.strip().rstrip(";") for line in text.splitlines() if "setmaxnreg" in line]
+    assert lines == [
+        "setmaxnreg.dec.sync.aligned.u32 40",
+        "setmaxnreg.inc.sync.aligned.u32 232",
+    ]
+
+
+@pytest.mark.parametrize("arch", ("sm_90", "sm_90a"))
+def test_it_assembles(arch, assemble):
+    assemble(emit_module([MBARRIERS], arch), arch)
+
+
+def test_setmaxnreg_assembles_for_sm_90a(assemble):
+    assemble(emit_module([SETMAXNREG], "sm_90a"), "sm_90a")
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        inst("mbarrier_init", (), (bar, U(1))),
+        inst("mbarrier_arrive", (), (bar,)),
+        inst("mbarrier_try_wait_parity", (q,), (bar, U(0))),
+        inst("fence_mbarrier_init"),
+        inst("cp_async_bulk", (), (s, g, U(16), bar)),
+        inst("elect_sync", (p,)),
+    ],
+    ids=lambda i: i.op,
+)
+def test_sm_80_is_refused(item):
+    with pytest.raises(TargetError, match=r"needs sm_90 or newer") as info:
+        emit_kernel(kernel(item), "sm_80")
+    assert info.value.code == "E0590"
+    assert f"`{item.op}` needs" in str(info.value)
+
+
+def test_setmaxnreg_needs_sm_90a():
+    with pytest.raises(TargetError, match=r"which sm_90 does not have \(it needs sm_90a"):
+        emit_kernel(SETMAXNREG, "sm_90")
+
+
+def test_named_barriers_assemble_on_sm_80(assemble):
+    k = kernel(inst("bar", (), (U(1), U(64))), inst("bar", (), (U(2), U(96)), arrive=1))
+    assemble(emit_module([k], "sm_80"), "sm_80")
+
+
+def test_bar_arrive_needs_a_count():
+    with pytest.raises(NoTemplate, match=r"bar.arrive needs one"):
+        emit_kernel(kernel(inst("bar", (), (U(1),), arrive=1)), "sm_90")
+
+
+def test_a_misfit_bulk_size_has_no_template():
+    k = Kernel(
+        "k",
+        (Param("g", "u64"),),
+        Block(
+            (
+                inst("mov", (bar,), (U(0),), type="u32"),
+                inst("cp_async_bulk", (), (bar, g, U(24), bar)),
+            )
+        ),
+        threads=32,
+        smem=64,
+    )
+    with pytest.raises(NoTemplate, match=r"copies 24 bytes, not a positive multiple of 16"):
+        emit_kernel(k, "sm_90")
