@@ -89,6 +89,14 @@ class RacePair:
 
     def message(self) -> str:
         """One line: what raced, between which threads and instructions, where."""
+        if self.in_flight and self.inst_a.op == "cp_async_bulk":
+            return (
+                f"data race ({self.kind}) on {self.where} in block {self.cta}: "
+                f"thread {self.thread_b} {_verb(self.inst_b)} it at {_place(self.inst_b)} "
+                f"while thread {self.thread_a}'s bulk copy into it at {_place(self.inst_a)} "
+                "is still in flight: the copy lands when its mbarrier's phase completes, "
+                "so wait on that mbarrier first"
+            )
         if self.in_flight:
             return (
                 f"data race ({self.kind}) on {self.where} in block {self.cta}: "
@@ -135,7 +143,8 @@ class RacePair:
 
 
 def _verb(i: lir.Inst) -> str:
-    return {"ld": "reads", "st": "writes", "cp_async": "copies into"}.get(i.op, "updates")
+    verbs = {"ld": "reads", "st": "writes", "cp_async": "copies into"}
+    return verbs.get(i.op, "copies into" if i.op == "cp_async_bulk" else "updates")
 
 
 def _text(i: lir.Inst) -> str:
@@ -272,6 +281,17 @@ class RaceRecorder:
         byte = (np.asarray(offsets, np.int64)[:, None] + np.arange(nbytes)).reshape(-1)
         self._flight[:, byte] = -1
         self.access("write", inst, threads, offsets, nbytes)
+
+    def bulk_issued(self, inst: lir.Inst, thread: int, offset: int, nbytes: int) -> None:
+        """A bulk copy (`cp_async_bulk`) starts: its bytes are in flight until it lands.
+        Its landing is ordered by an mbarrier, which epochs cannot see, so it records no
+        write of its own."""
+        byte = np.arange(offset, offset + nbytes)
+        self._flight[0][byte] = thread
+        self._flight[1][byte] = self._id(inst)
+
+    def bulk_landed(self, offset: int, nbytes: int) -> None:
+        self._flight[:, offset : offset + nbytes] = -1
 
     def _report(self, kind, byte, other_thread, other_inst, thread, me, hit) -> None:
         where = np.nonzero(hit)[0]

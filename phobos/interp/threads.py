@@ -18,7 +18,8 @@ integer division by zero, a misaligned access. Modules: `threads_values` (types,
 `cvt`), `threads_ops` (arithmetic, bits, comparisons, math), `threads_exec` (dispatch
 by op family), `threads_access` (ld, st, atom, red), `threads_warp` (shfl, vote),
 `threads_async` (cp_async and its groups), `threads_tensor` (ldmatrix, mma and WMMA, a
-warp at a time), `threads_memory` (global memory).
+warp at a time), `threads_hopper` (mbarriers, bulk copies, named barriers; the arms of an
+`If` run side by side as `threads_strands`), `threads_memory` (global memory).
 
     >>> import numpy as np
     >>> from phobos.lower.lir import Block, Imm, Kernel, Param, Reg, inst
@@ -48,6 +49,7 @@ from phobos.interp.races import RacePair, RaceRecorder
 from phobos.interp.threads_access import MemoryOps
 from phobos.interp.threads_async import AsyncOps, Copy
 from phobos.interp.threads_exec import InstOps
+from phobos.interp.threads_hopper import HopperOps
 from phobos.interp.threads_memory import GlobalMemory
 from phobos.interp.threads_ops import arith, compare
 from phobos.interp.threads_tensor import TensorOps
@@ -176,7 +178,7 @@ class _Loop:
         self.continued = np.zeros(threads, bool)
 
 
-class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps):
+class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps):
     """One CTA's run: its registers, shared memory and active threads."""
 
     def __init__(self, launch: _Launch, ctaid):
@@ -195,6 +197,7 @@ class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps):
             self.regs[p.name] = np.full(self.T, launch.params[p.name], DTYPE[p.type])
         if launch.recorder is not None:
             launch.recorder.new_cta(ctaid)
+        self.hopper_setup()  # mbarriers, bulk copies, strands (threads_hopper)
 
     # -- registers -----------------------------------------------------------
 
@@ -224,7 +227,8 @@ class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps):
     # -- control -------------------------------------------------------------
 
     def run(self) -> None:
-        self.block(self.kernel.body, np.ones(self.T, bool), None)
+        with self.running():
+            self.block(self.kernel.body, np.ones(self.T, bool), None)
 
     def block(self, block: lir.Block, mask, loop: _Loop | None) -> None:
         """Run `block`'s items for the threads of `mask` still running."""
@@ -239,6 +243,8 @@ class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps):
             elif isinstance(item, lir.If):
                 cond = self.value(item.cond, "pred")
                 then, orelse = eff & cond, eff & ~cond
+                if self.side_by_side(item, then, orelse, loop):
+                    continue
                 if then.any():
                     self.block(item.then, then, loop)
                 if item.orelse is not None and orelse.any():
