@@ -103,8 +103,9 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     a_k, b_k = size, (size if transposed else bt.row_pitch * size)  # bytes a step of k
     b_n = (bt.row_pitch if transposed else 1) * size  # bytes a column of the output
 
-    def step(k: Value | None, kk: int) -> None:
-        """One k step of `kstep` at `k + kk` (`k` a u32 register, or None for 0)."""
+    def load(k: Value | None, kk: int):
+        """The fragments of one k step of `kstep` at `k + kk` (`k` a u32 register, or
+        None for 0)."""
         at_a = _moved(b, a_at, k, a_k, kk * a_k)
         at_b = _moved(b, b_at, k, b_k, kk * b_k)
         frags_a = []
@@ -117,11 +118,25 @@ def product(lw, s, target, op: str, e, path: str) -> None:
             n = 4 if j + 1 < lay.frags_n else 2
             got = _ldmatrix(b, addr, n, not transposed)
             frags_b += [got[:2], got[2:]] if n == 4 else [got]
+        return frags_a, frags_b
+
+    def compute(frags) -> None:
+        frags_a, frags_b = frags
         for q in range(lay.frags):
             i, j = divmod(q, lay.frags_n)
             c = acc[4 * q : 4 * q + 4]
             b.emit("mma", tuple(c), (*frags_a[i], *frags_b[j], *c), type=acc_t, from_type=ab,
                    shape=shape)  # fmt: skip
+
+    def steps_of(k: Value | None, count: int) -> None:
+        """`count` k steps, each step's fragments loaded before the previous step's mma
+        are issued: an mma waits on the ldmatrix that feeds it (the warps' main stall on
+        the H200), so the next step's loads are in flight while the tensor cores work."""
+        frags = load(k, 0)
+        for kk in range(count):
+            nxt = load(k, kstep * (kk + 1)) if kk + 1 < count else None
+            compute(frags)
+            frags = nxt
 
     def half(kk: int) -> None:
         """The last 16 of an i8 K that is not a multiple of 32: each 16 x 8 fragment as
@@ -146,13 +161,11 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     full = steps * kstep
     unroll = next(u for u in (UNROLL, 2, 1) if steps % u == 0)
     if steps and unroll == steps:
-        for kk in range(steps):
-            step(None, kstep * kk)
+        steps_of(None, steps)
     elif steps:
         k = b.reg("u32", "k")
         with b.region() as body:
-            for kk in range(unroll):
-                step(k, kstep * kk)
+            steps_of(k, unroll)
         b.add(For(k, Imm(0, "u32"), Imm(full, "u32"), Imm(kstep * unroll, "u32"), body.block,
                   span=b.span))  # fmt: skip
     if rest:
