@@ -1,9 +1,11 @@
-"""The tensor-core GEMM against its peers, in one run on one card: Phobos's `hgemm`
+"""The tensor-core GEMMs against their peers, in one run on one card: Phobos's `hgemm`
 (examples/hgemm.py: f16 or bf16 operands, f32 accumulation and result, mma.sync
 m16n8k16) against cuBLAS (torch.mm, f32 accumulation) and Triton (a plain tiled
-`tl.dot` kernel written here, its usual tile shapes autotuned), 4096^3 and 8192^3.
+`tl.dot` kernel written here, its usual tile shapes autotuned), 4096^3 and 8192^3; and
+`igemm` (examples/igemm.py: i8 `dot_t` into i32 on mma.sync m16n8k32) against
+`torch._int_mm` (cuBLASLt), 4096^3.
 
-    python benchmarks/tensorcore.py [--out FILE] [--quick]
+    python benchmarks/tensorcore.py [--out FILE] [--quick] [--only f16|bf16|i8 ...]
 
 FLOPs: `2 M N K`. Every Phobos result is checked first against a float64 product of
 the same rounded operands, its output poisoned with NaN. Times are medians of
@@ -28,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.contractions import _row, render  # noqa: E402
 from benchmarks.run import in_turns  # noqa: E402
 from examples.hgemm import hgemm, hgemm_bf16  # noqa: E402
+from examples.igemm import igemm  # noqa: E402
 
 TILES = [(128, 128, 32), (128, 128, 64), (128, 64, 64), (64, 128, 64), (128, 64, 32), (64, 128, 32)]
 
@@ -87,15 +90,42 @@ def rows_for(dtype, kernel, sizes, rows):
             )
 
 
+I8_TILES = [(128, 128, 64), (128, 128, 128), (128, 64, 128), (64, 128, 128)]
+
+
+def int8_rows(sizes, rows):
+    for n in sizes:
+        a = torch.randint(-128, 128, (n, n), device="cuda", dtype=torch.int8)
+        bt = torch.randint(-128, 128, (n, n), device="cuda", dtype=torch.int8)  # B's rows
+        ref = torch._int_mm(a, bt.t())  # exact: i32 sums of i8 products (no overflow here)
+        fns = {"torch._int_mm": lambda a=a, bt=bt: torch._int_mm(a, bt.t())}
+        for tm, tn, tk in I8_TILES:
+            launch = igemm.variant(TILE_M=tm, TILE_N=tn, TILE_K=tk)[(n // tm, n // tn)]
+            c = torch.full((n, n), -(2**31), device="cuda", dtype=torch.int32)  # poison
+            launch(a, bt, c)
+            torch.cuda.synchronize()
+            if not torch.equal(c, ref):
+                print(f"igemm {n} {tm}x{tn}x{tk}: wrong, {(c != ref).sum().item()} elements")
+                continue
+            fns[f"phobos {tm}x{tn}x{tk}"] = lambda launch=launch, a=a, bt=bt, c=c: launch(a, bt, c)
+        rows.append(_row(f"gemm i8 {n}^3", 2.0 * n**3, in_turns(fns), "torch._int_mm"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", choices=["f16", "bf16", "i8"], action="append")
     args = ap.parse_args()
+    only = set(args.only or ["f16", "bf16", "i8"])
     sizes = [4096] if args.quick else [4096, 8192]
     rows: list = []
-    rows_for(torch.float16, hgemm, sizes, rows)
-    rows_for(torch.bfloat16, hgemm_bf16, sizes, rows)
+    if "f16" in only:
+        rows_for(torch.float16, hgemm, sizes, rows)
+    if "bf16" in only:
+        rows_for(torch.bfloat16, hgemm_bf16, sizes, rows)
+    if "i8" in only:
+        int8_rows([4096], rows)
     text = render(rows)
     print(text)
     if args.out:
