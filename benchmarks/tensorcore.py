@@ -32,7 +32,10 @@ from benchmarks.run import in_turns  # noqa: E402
 from examples.hgemm import hgemm, hgemm_bf16  # noqa: E402
 from examples.igemm import igemm  # noqa: E402
 
-TILES = [(128, 128, 32), (128, 128, 64), (128, 64, 64), (64, 128, 64), (128, 64, 32), (64, 128, 32)]
+# (TILE_M, TILE_N, TILE_K, threads): 4 warps of 64 x 64 or 8 of 32 x 64 on 128 x 128, 8 of
+# 64 x 64 on 128 x 256
+TILES = [(128, 128, 64, 128), (128, 128, 32, 128), (128, 256, 64, 256), (128, 256, 32, 256),
+         (128, 128, 64, 256), (128, 128, 32, 256)]  # fmt: skip
 
 
 @triton.autotune(
@@ -71,16 +74,16 @@ def rows_for(dtype, kernel, sizes, rows):
             "cuBLAS": lambda a=a, b=b: torch.mm(a, b),
             "Triton": lambda a=a, b=b, out=out, grid=grid, n=n: tr_matmul[grid](a, b, out, n, n, n),
         }
-        for tm, tn, tk in TILES:
-            launch = kernel.variant(TILE_M=tm, TILE_N=tn, TILE_K=tk)[(n // tm, n // tn)]
+        for tm, tn, tk, t in TILES:
+            launch = kernel.variant(TILE_M=tm, TILE_N=tn, TILE_K=tk, T=t)[(n // tm, n // tn)]
             c = torch.full((n, n), float("nan"), device="cuda")
             launch(a, b, c)
             torch.cuda.synchronize()
             err = ((c - ref).abs().max() / ref.abs().max()).item()
             if not err < 1e-4:  # f32 sums of exact products: only the order differs
-                print(f"hgemm {name} {n} {tm}x{tn}x{tk}: wrong, relative error {err}")
+                print(f"hgemm {name} {n} {tm}x{tn}x{tk}/{t}: wrong, relative error {err}")
                 continue
-            fns[f"phobos {tm}x{tn}x{tk}"] = lambda launch=launch, a=a, b=b, c=c: launch(a, b, c)
+            fns[f"phobos {tm}x{tn}x{tk}/{t}"] = lambda launch=launch, a=a, b=b, c=c: launch(a, b, c)
         rows.append(_row(f"gemm {name} {n}^3", 2.0 * n**3, in_turns(fns), "cuBLAS"))
         timed = rows[-1]["timed"]
         ours = rows[-1]["ours"]

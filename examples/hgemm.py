@@ -2,7 +2,8 @@
 f32 result: one TILE_M x TILE_N tile of C per CTA, the k loop staged by the cp.async
 ring, each product on mma.sync (`@tensorcore`; docs/contractions.md "On tensor cores").
 Its shared memory is dynamic (`@dynshared`), so the ring's stages of the deeper k tiles
-fit past the static 48 KB.
+fit past the static 48 KB; its CTA size `T` is tuned with the tile (4 warps of 64 x 64 on
+a 128 x 128 tile, or 8 of 32 x 64).
 `hgemm_bf16` is the same kernel over bf16 operands (beyond SPEC.md: ours)."""
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import phobos.lang as ph
 
 
 @ph.kernel
-@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 128], TILE_K=[16, 64])
+@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 256], TILE_K=[16, 64], T=[128, 256])
 @ph.tensorcore
-@ph.launch(256)
+@ph.launch("T")
 @ph.pipeline
 @ph.dynshared
 @ph.aligned(M="TILE_M", N="TILE_N", K="TILE_K")
@@ -33,9 +34,9 @@ def hgemm(
 
 
 @ph.kernel
-@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 128], TILE_K=[16, 64])
+@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 256], TILE_K=[16, 64], T=[128, 256])
 @ph.tensorcore
-@ph.launch(256)
+@ph.launch("T")
 @ph.pipeline
 @ph.dynshared
 @ph.aligned(M="TILE_M", N="TILE_N", K="TILE_K")

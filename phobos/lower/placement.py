@@ -53,6 +53,9 @@ from phobos.sema import hir
 log = logging.getLogger("phobos.lower")
 
 MAX_TILE_REGS = 64  # SPEC.md (@registers): at most 64 elements a thread
+# A tensor-core accumulator may take twice that: a warp's 64 x 64 block of mma fragments
+# is 128 registers a thread, and the larger warp block loads fewer fragments an mma.
+MAX_MMA_REGS = 128
 PAD = 16  # bytes `@padstage` adds to a staging tile's row (SPEC.md "Attributes")
 PAD_PERIOD = 128  # ... whose row pitch is a multiple of this many bytes (32 banks of 4)
 _temp_ids = itertools.count(1)
@@ -739,9 +742,10 @@ class _Planner:
                 lay = Sweep(shape, threads, vec)
                 if sym in blocked:
                     lay = replace(blocked[sym], vec=vec)
-                if lay.regs_per_thread > MAX_TILE_REGS:
+                limit = MAX_MMA_REGS if isinstance(lay, MmaAcc) else MAX_TILE_REGS
+                if lay.regs_per_thread > limit:
                     place = "shared"
-                    reason = f"{lay.regs_per_thread} elements a thread, more than {MAX_TILE_REGS}"
+                    reason = f"{lay.regs_per_thread} elements a thread, more than {limit}"
             if sym in forced and place != "registers" and place != "replicated":
                 raise NotLowered(
                     f"`{sym.name}`",
@@ -871,9 +875,9 @@ class _Planner:
                 out[s] = lay
                 if s in reduced:
                     demote[s] = "a row reduction reads the product in another layout"
-                elif lay.regs_per_thread > MAX_TILE_REGS:
+                elif lay.regs_per_thread > (limit := MAX_MMA_REGS if s in mma else MAX_TILE_REGS):
                     demote[s] = (f"the product takes {lay.regs_per_thread} registers a thread, "
-                                 f"more than {MAX_TILE_REGS}")  # fmt: skip
+                                 f"more than {limit}")  # fmt: skip
             if not demote:
                 return out
             for s, why in demote.items():
@@ -913,9 +917,9 @@ class _Planner:
                 lay = MmaAcc.choose(shape, self.lw.threads)
                 why = (f"the CTA's {self.lw.threads // 32} warps do not tile {list(shape)} "
                        "with 16x8 fragments" if lay is None else None)  # fmt: skip
-                if lay is not None and lay.regs_per_thread > MAX_TILE_REGS:
+                if lay is not None and lay.regs_per_thread > MAX_MMA_REGS:
                     why = (f"the accumulator takes {lay.regs_per_thread} registers a thread, "
-                           f"more than {MAX_TILE_REGS}")  # fmt: skip
+                           f"more than {MAX_MMA_REGS}")  # fmt: skip
                     lay = None
                 if why:
                     refusals = dict.fromkeys(refusals, why)

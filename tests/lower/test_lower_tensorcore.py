@@ -401,3 +401,43 @@ def test_the_plan_records_the_path():
     assert sorted(plan.paths.values()) == ["fma"]
     acc = next(t for s, t in plan.tiles.items() if s.name == "acc")
     assert acc.mma is None and acc.micro is not None
+
+
+# Four warps over 128 x 128: a 2 x 2 grid of 64 x 64 warp blocks, 32 fragments (128
+# accumulator registers) a thread — past the 64 elements SPEC.md allows a `@registers`
+# tile, within the 128 a tensor-core accumulator may take. Twice as wide (128 x 256 on
+# the same four warps: 256 registers) falls back to FMA, saying why (its accumulator then
+# in shared memory: `@dynshared` makes room).
+WIDE = """
+@tensorcore
+@launch(128)
+kernel k(A: tensor<f16>[M, K], B: tensor<f16>[K, N], C: tensor<f32>[M, N]) {
+  var acc: tile<f32>[128, WIDTH] = 0.0
+  for kt in range(0, K, 16) {
+    var a = A[0 :+ 128, kt :+ 16]
+    var b = B[kt :+ 16, 0 :+ WIDTH]
+    acc += dot(a, b)
+  }
+  C[0 :+ 128, 0 :+ WIDTH] = acc
+}
+"""
+
+
+def test_a_warp_block_of_64_by_64_keeps_128_accumulator_registers(caplog):
+    src = WIDE.replace("WIDTH", "128")
+    hk, k, lines = logged_paths(src, caplog)
+    assert lines[0].endswith(
+        "mma.sync m16n8k16 f16 -> f32: 4 warps of 64x64, 32 fragments a warp"
+    ), lines
+    assert len(ops(k, "mma")) % 32 == 0 and not any("tile_acc" in b.name for b in k.shared)
+    A, B = inputs("f16", (120, 40)), inputs("f16", (40, 124))
+    want, got = run(hk, k, (1, 1), {"A": A, "B": B, "C": nan(120, 124)})
+    agree(got, want)
+    ptxas(k, "sm_90")
+
+
+def test_an_accumulator_past_128_registers_a_thread_falls_back_to_fma(caplog):
+    src = WIDE.replace("WIDTH", "256").replace("@launch(128)", "@launch(128)\n@dynshared")
+    _, k, lines = logged_paths(src, caplog)
+    assert "FMA: " in lines[0] and "256 registers a thread" in lines[0], lines
+    assert not ops(k, "mma")
