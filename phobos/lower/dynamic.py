@@ -42,7 +42,7 @@ from phobos.lower.kinds import ELEMENTWISE
 from phobos.lower.lir import For, Imm
 from phobos.lower.sweep import Point, State, Sweeper, _ekey, _idiv, versioned
 from phobos.lower.types import REG, elem_of
-from phobos.lower.widths import _chain, _dim_div
+from phobos.lower.widths import _chain, _dim_div, operands
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
@@ -184,23 +184,15 @@ def _use_problem(s, sym) -> str | None:
 
 
 def _expr_problem(e, sym) -> str | None:
-
     if e is None or not _mentions(e, sym):
         return None
     if isinstance(e, hir.Ref):
         return None
     if isinstance(e, hir.Slice):
         return "a slice of it is taken" if _mentions(e.base, sym) else "it is read per point"
-    parts = []
-    if isinstance(e, hir.Binary):
-        parts = [e.left, e.right]
-    elif isinstance(e, hir.Unary):
-        parts = [e.operand]
-    elif isinstance(e, hir.Convert):
-        parts = [e.value]
-    elif isinstance(e, hir.Builtin) and (e.name in ELEMENTWISE or e.name in FOLDS):
-        parts = list(e.args)
-    else:
+    elementwise = not isinstance(e, hir.Builtin) or e.name in ELEMENTWISE or e.name in FOLDS
+    parts = operands(e) if elementwise else []
+    if not parts:
         return f"`{getattr(e, 'name', type(e).__name__)}` reads it"
     return next((w for p in parts if (w := _expr_problem(p, sym))), None)
 

@@ -158,6 +158,26 @@ def _dim_div(lw, d) -> int:
     return 4
 
 
+def operands(e) -> list:
+    """The operands of an operation: a binary's two, a unary's or conversion's one, a
+    built-in's arguments; none for anything else (a reference, a slice, a constant).
+
+    >>> f32 = hir.Scalar("f32")
+    >>> one = hir.Const(1.0, f32)
+    >>> len(operands(hir.Binary("+", one, one, f32, hir.UNIFORM))), operands(one)
+    (2, [])
+    """
+    if isinstance(e, hir.Binary):
+        return [e.left, e.right]
+    if isinstance(e, hir.Unary):
+        return [e.operand]
+    if isinstance(e, hir.Convert):
+        return [e.value]
+    if isinstance(e, hir.Builtin):
+        return list(e.args)
+    return []
+
+
 def memory_elems(e, lets) -> list[str]:
     """The element types of the tensor slices (and views) the expression `e` reads."""
     if isinstance(e.type, hir.Scalar):
@@ -166,16 +186,7 @@ def memory_elems(e, lets) -> list[str]:
         isinstance(e, hir.Ref) and (e.sym in lets or isinstance(e.sym.type, hir.TensorT))
     ):
         return [elem_of(e.type)]
-    parts = []
-    if isinstance(e, hir.Binary):
-        parts = [e.left, e.right]
-    elif isinstance(e, hir.Unary):
-        parts = [e.operand]
-    elif isinstance(e, hir.Convert):
-        parts = [e.value]
-    elif isinstance(e, hir.Builtin):
-        parts = list(e.args)
-    return [t for p in parts for t in memory_elems(p, lets)]
+    return [t for p in operands(e) for t in memory_elems(p, lets)]
 
 
 def expr_vec(lw, e, shape, lets, packed: bool = False) -> int:
@@ -194,16 +205,7 @@ def expr_vec(lw, e, shape, lets, packed: bool = False) -> int:
         return min(v, slice_vec(lw, e, shape, lets))
     if isinstance(e, hir.Ref):
         return v
-    parts = []
-    if isinstance(e, hir.Binary):
-        parts = [e.left, e.right]
-    elif isinstance(e, hir.Unary):
-        parts = [e.operand]
-    elif isinstance(e, hir.Convert):
-        parts = [e.value]
-    elif isinstance(e, hir.Builtin):
-        parts = list(e.args)
-    for p in parts:
+    for p in operands(e):
         v = min(v, expr_vec(lw, p, shape, lets, packed))
     return v
 

@@ -8,24 +8,12 @@ The forms' kernels are the CPU tests' own `.ph` sources, put in the Python spell
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import gpukit
 import numpy as np
 import pytest
+from gpukit import torch_on_a_gpu
 
-from phobos.runtime import cuda
-
-try:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device for torch", allow_module_level=True)
-    cuda.device(0)
-except cuda.DriverUnavailable as exc:  # pragma: no cover - machines without a GPU
-    pytest.skip(str(exc), allow_module_level=True)
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "lower"))
+torch = torch_on_a_gpu()
 
 import test_lower_contractions as forms  # noqa: E402
 from lowerkit import python_kernel  # noqa: E402
@@ -38,13 +26,8 @@ rng = np.random.default_rng()
 
 
 def both(kernel, grid, arrays: dict, scalars=()):
-    """The outputs on the card (torch arrays) and on the tile interpreter (numpy)."""
-    host = {n: a.copy() for n, a in arrays.items()}
-    dev = {n: torch.from_numpy(a.copy()).cuda() for n, a in arrays.items()}
-    kernel[grid](*dev.values(), *scalars)
-    torch.cuda.synchronize()
-    kernel[grid](*host.values(), *scalars)
-    return {n: t.cpu().numpy() for n, t in dev.items()}, host
+    """The outputs on the card and on the tile interpreter (numpy)."""
+    return gpukit.both(torch, kernel, grid, arrays, scalars)
 
 
 def f32(*shape):

@@ -9,24 +9,12 @@ and imported, so the card runs exactly what the threads interpreter ran.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import gpukit
 import numpy as np
 import pytest
+from gpukit import torch_on_a_gpu
 
-from phobos.runtime import cuda
-
-try:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device for torch", allow_module_level=True)
-    cuda.device(0)
-except cuda.DriverUnavailable as exc:  # pragma: no cover - machines without a GPU
-    pytest.skip(str(exc), allow_module_level=True)
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "lower"))
+torch = torch_on_a_gpu()
 
 import test_lower_int8 as int8  # noqa: E402
 import test_lower_wmma as wmma  # noqa: E402
@@ -36,14 +24,7 @@ rng = np.random.default_rng()
 
 
 def both(kernel, grid, arrays: dict, scalars=()):
-    """The outputs on the card and on the tile interpreter, from the same host arrays."""
-    dev = {n: torch.from_numpy(a.copy()).cuda() for n, a in arrays.items()}
-    kernel[grid](*dev.values(), *scalars)
-    torch.cuda.synchronize()
-    got = {n: t.cpu().numpy() for n, t in dev.items()}
-    host = {n: a.copy() for n, a in arrays.items()}
-    kernel[grid](*host.values(), *scalars)
-    return got, host
+    return gpukit.both(torch, kernel, grid, arrays, scalars)
 
 
 def i8(*shape):

@@ -9,24 +9,11 @@ and imported, so the card runs exactly what the threads interpreter ran.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from gpukit import torch_on_a_gpu
 
-from phobos.runtime import cuda
-
-try:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device for torch", allow_module_level=True)
-    cuda.device(0)
-except cuda.DriverUnavailable as exc:  # pragma: no cover - machines without a GPU
-    pytest.skip(str(exc), allow_module_level=True)
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "lower"))
+torch = torch_on_a_gpu()
 
 import test_lower_tensorcore as forms  # noqa: E402
 from lowerkit import python_kernel  # noqa: E402
