@@ -104,7 +104,7 @@ def _operand(lw, x):
 def _log(lw, s, e, lay, K, words) -> None:
     span = s.span
     line = span.source.line_col(span.start)[0] if span is not None else "?"
-    how = "dp4a" if words else "FMA (no tensor-core path yet)"
+    how = "dp4a" if words else "FMA"
     if lay is None:
         log.debug("`%s` line %s: `%s` on %s, every thread the one element (K = %d)",
                   lw.k.name, line, e.name, "dp4a" if words else "FMA", K)  # fmt: skip
