@@ -1,5 +1,5 @@
 """An 8-bit integer GEMM on tensor cores, C = A @ Bᵀ with i8 operands and an exact i32
-result (SPEC.md's `dot_t` of i8 tiles): one TILE_M x TILE_N tile of C per CTA, the k loop
+result (SPEC.md's `dot_t` of i8 tiles): one 128 x 128 tile of C per CTA, the k loop
 staged by the cp.async ring, each product on integer mma.sync m16n8k32 where the shapes
 allow (docs/contractions.md "On tensor cores"). `B` holds Bᵀ's rows: [N, K]."""
 
@@ -9,11 +9,11 @@ import phobos.lang as ph
 
 
 @ph.kernel
-@ph.autotune(TILE_M=[64, 128], TILE_N=[64, 128], TILE_K=[64, 128])
+@ph.autotune(TILE_K=[64, 128])
 @ph.launch(256)
 @ph.pipeline
 @ph.dynshared
-@ph.aligned(M="TILE_M", N="TILE_N", K="TILE_K")
+@ph.aligned(M=128, N=128, K="TILE_K")
 def igemm(
     A: ph.tensor[ph.i8][M, K],
     B: ph.tensor[ph.i8][N, K],
@@ -21,12 +21,12 @@ def igemm(
 ):
     pm: ph.let = ph.ctx.block.x
     pn: ph.let = ph.ctx.block.y
-    acc: ph.var[ph.tile[ph.i32][TILE_M, TILE_N]] = 0
+    acc: ph.var[ph.tile[ph.i32][128, 128]] = 0
     for kt in range(0, K, TILE_K):
-        a: ph.var = A[pm * TILE_M:+TILE_M, kt:+TILE_K]
-        b: ph.var = B[pn * TILE_N:+TILE_N, kt:+TILE_K]
+        a: ph.var = A[pm * 128:+128, kt:+TILE_K]
+        b: ph.var = B[pn * 128:+128, kt:+TILE_K]
         acc += ph.dot_t(a, b)
-    C[pm * TILE_M:+TILE_M, pn * TILE_N:+TILE_N] = acc
+    C[pm * 128:+128, pn * 128:+128] = acc
 
 
 if __name__ == "__main__":
