@@ -205,6 +205,12 @@ def _k_loop(lw, lay, origin, a, bt, transposed, K, sums, sum_t) -> None:
                         y = bvals[j][kk] if transposed else brow[j]
                         _fma(b, sums[i][j], avals[i][kk], y, sum_t)
 
+    _turns(b, K, kstep, turn)
+
+
+def _turns(b, K: int, kstep: int, turn) -> None:
+    """`turn(k)` for k = 0, kstep, ... below K: straight-line where one turn covers K,
+    else as a lir loop over a u32 `k`."""
     if kstep >= K:
         turn(0)
         return
@@ -243,13 +249,7 @@ def _word_loop(lw, lay, origin, a, bt, K, sums) -> None:
                         acc = sums[i][j]
                         b.emit("dp4a", (acc,), (aw[i][w], bw[j][w], acc), type="s32")
 
-    if kstep >= K:
-        turn(0)
-        return
-    k = b.reg("u32", "k")
-    with b.region() as body:
-        turn(k)
-    b.add(For(k, Imm(0, "u32"), Imm(K, "u32"), Imm(kstep, "u32"), body.block, span=b.span))
+    _turns(b, K, kstep, turn)
 
 
 def _moved(lw, base: Reg, k, elems: int, size: int) -> Reg:

@@ -954,7 +954,7 @@ class _Planner:
         if attr == "wmma":
             return "@tensorcore(wmma) asks for WMMA"
         chip = self.lw.chip
-        if not (chip.startswith("sm_") and chip[3:5].isdigit() and int(chip[3:5]) >= 80):
+        if _sm(chip) < 80:
             return f"mma.sync m16n8k16 needs sm_80, not {chip}"
         a, b = (self.tiles.get(x.sym) for x in e.args)
         ab = a[1] if a else "?"
@@ -962,12 +962,7 @@ class _Planner:
         if not (a and b and ab in ("f16", "bf16") and b[1] == ab and out == "f32"):
             return f"operands of `{ab}` into `{out}` (mma.sync takes f16 or bf16 into f32)"
         (m, k), n = a[0], b[0][0] if e.name == "dot_t" else b[0][1]
-        for name, extent, unit in (("M", m, 16), ("N", n, 8), ("K", k, 16)):
-            if extent % unit:
-                return f"{name} = {extent} is not a multiple of {unit}"
-        if varying:
-            return "under a branch the lanes of a warp may not all take"
-        return None
+        return _fragment_refusal(m, n, k, varying)
 
     def on_wmma(self, e) -> bool:
         """Whether the product `e` runs on WMMA m16n16k16: under `@tensorcore(wmma)`, a
@@ -1009,19 +1004,14 @@ class _Planner:
         fragments, `MmaAcc`), N of 8 and K of 16: each k step of 32 is one m16n8k32 a
         fragment, a last 16 two m8n8k16 (the upper and lower halves of the fragment)."""
         chip = self.lw.chip
-        if not (chip.startswith("sm_") and chip[3:5].isdigit() and int(chip[3:5]) >= 80):
+        if _sm(chip) < 80:
             return f"integer mma.sync m16n8k32 needs sm_80, not {chip}"
         a, b = (self.tiles.get(x.sym) for x in e.args)
         out = elem_of(e.type)
         if e.name != "dot_t" or not (a and b and b[1] == "i8" and out == "i32"):
             return f"`{e.name}` of i8 into `{out}` (integer mma.sync takes dot_t into i32)"
         (m, k), n = a[0], b[0][0]
-        for name, extent, unit in (("M", m, 16), ("N", n, 8), ("K", k, 16)):
-            if extent % unit:
-                return f"{name} = {extent} is not a multiple of {unit}"
-        if varying:
-            return "under a branch the lanes of a warp may not all take"
-        return None
+        return _fragment_refusal(m, n, k, varying)
 
     def fallback(self, e, why: str) -> tuple[str, str]:
         """The CUDA-core path of a product that is not on mma.sync: dp4a for an i8
@@ -1137,6 +1127,26 @@ def ring_depth() -> int:
     if asked.isdigit():
         return min(max(int(asked), 2), MAX_STAGES)
     return STAGES
+
+
+def _sm(chip: str) -> int:
+    """The compute capability a chip's name says, 0 for a name that says none.
+
+    >>> _sm("sm_90a"), _sm("sm_75"), _sm("gpu")
+    (90, 75, 0)
+    """
+    return int(chip[3:5]) if chip.startswith("sm_") and chip[3:5].isdigit() else 0
+
+
+def _fragment_refusal(m: int, n: int, k: int, varying: bool) -> str | None:
+    """Why an [m, k] x [k, n] product cannot run on mma.sync's 16 x 8 x 16 fragment steps
+    (m16n8k16, and m16n8k32 with a last 16 as m8n8k16), or None."""
+    for name, extent, unit in (("M", m, 16), ("N", n, 8), ("K", k, 16)):
+        if extent % unit:
+            return f"{name} = {extent} is not a multiple of {unit}"
+    if varying:
+        return "under a branch the lanes of a warp may not all take"
+    return None
 
 
 def _label(node) -> int:
