@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass, field
 from math import gcd
 
-from phobos.lower import lir
+from phobos.lower import lir, swizzle
 from phobos.lower.builder import Builder, iadd, imul
 from phobos.lower.errors import NotLowered
 from phobos.lower.lir import Imm, Reg, Value
@@ -41,7 +41,9 @@ class Access:
     index must stay below (empty: never masked); `shape` the view's extents (an int, or
     a Value for an extent bound at launch); `pitches[a]` the flat-index step of axis `a`
     (int or Value); `divs[a]` a number every start on axis `a` is a multiple of.
-    `buffer` names the shared tile (for the barrier pass).
+    `buffer` names the shared tile (for the barrier pass); `swizzle` the bytes of its
+    row where its 16-byte chunks are XOR-swizzled (`phobos.lower.swizzle`): an address
+    is then the swizzle of the whole offset, never an address moved by a constant.
     """
 
     space: str
@@ -54,6 +56,7 @@ class Access:
     divs: tuple[int, ...]
     buffer: object = None
     key: int = field(default_factory=lambda: next(_ids))
+    swizzle: int | None = None
 
     def masked(self, axis: int) -> bool:
         return bool(self.bounds[axis])
@@ -204,6 +207,10 @@ def address(lw, acc: Access, flat: Value) -> Reg:
     size = BYTES[acc.elem]
     if acc.space == "shared":
         off = imul(b, lw.idx, flat, size)
+        if acc.swizzle:
+            if lw.idx == "s64" and not isinstance(off, Imm):
+                off = b.op("cvt", "u32", off, from_type="s64")
+            off = swizzle.emit(b, off if isinstance(off, Imm) else _u32(b, off), acc.swizzle)
         if isinstance(acc.base, Reg):  # a ring's stage, chosen turn by turn
             if isinstance(off, Imm):
                 return b.op("add", "u32", acc.base, Imm(off.value, "u32"), hint="s")
@@ -222,6 +229,10 @@ def address(lw, acc: Access, flat: Value) -> Reg:
     return b.op("add", "u64", acc.base, byte_offset(lw, flat, size), hint="a")
 
 
+def _u32(b: Builder, off: Reg) -> Reg:
+    return off if off.type == "u32" else b.op("mov", "b32", off, dest_type="u32")
+
+
 def byte_offset(lw, flat: Reg, size: int) -> Reg:
     """`flat * size` as a u64 byte offset (`mul_wide.s32` at index width 32)."""
     b = lw.b
@@ -234,6 +245,10 @@ def offset_address(lw, addr: Reg, acc: Access, delta) -> Reg:
     """`addr` moved by `delta` elements (an int, or an index Value)."""
     b = lw.b
     size = BYTES[acc.elem]
+    if acc.swizzle and not (
+        isinstance(delta, int) and delta * size % swizzle.period(acc.swizzle) == 0
+    ):
+        raise AssertionError("a swizzled tile's address moved by a constant: swizzle the offset")
     if isinstance(delta, int):
         if delta == 0:
             return addr

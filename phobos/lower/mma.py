@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 
-from phobos.lower import scalars
+from phobos.lower import scalars, swizzle
 from phobos.lower.errors import NotLowered
 from phobos.lower.fragments import MMA, ldmatrix_address
 from phobos.lower.lir import For, Imm, Reg, Value
@@ -97,24 +97,28 @@ def product(lw, s, target, op: str, e, path: str) -> None:
         b_lane = _lane_offset(lw, bt, lambda ln: _pair(form, ln, False), True)
     else:  # b is k x n: `.trans` hands each lane a column pair
         b_lane = _lane_offset(lw, bt, lambda ln: _pair(form, ln, True), False)
-    a_at = _register(b, iadd_u32(b, _base(a), iadd_u32(b, warp_a, a_lane)))
-    b_at = _register(b, iadd_u32(b, _base(bt), iadd_u32(b, warp_b, b_lane)))
     size = BYTES[a.elem]
-    a_k, b_k = size, (size if transposed else bt.row_pitch * size)  # bytes a step of k
+    steps, rest = divmod(K, kstep)
+    full = steps * kstep
+    unroll = next(u for u in (UNROLL, 2, 1) if steps % u == 0)
+    # k moves along a's rows (a column move), along b's rows for `dot` and its columns
+    # for `dot_t`; a fragment of a's is 16 rows on, a pair of b's 16 columns on for
+    # `dot` and 16 rows on for `dot_t`.
+    b_k = size if transposed else bt.row_pitch * size  # bytes a step of k
     b_n = (bt.row_pitch if transposed else 1) * size  # bytes a column of the output
+    ra = _Reader(lw, a, warp_a, a_lane, size, True, kstep * unroll)
+    rb = _Reader(lw, bt, warp_b, b_lane, b_k, transposed, kstep * unroll)
 
     def load(k: Value | None, kk: int):
         """The fragments of one k step of `kstep` at `k + kk` (`k` a u32 register, or
         None for 0)."""
-        at_a = _moved(b, a_at, k, a_k, kk * a_k)
-        at_b = _moved(b, b_at, k, b_k, kk * b_k)
         frags_a = []
         for i in range(lay.wm // 16):
-            addr = _plus(b, at_a, 16 * i * a.row_pitch * size)
+            addr = ra.at(k, kk, 16 * i * a.row_pitch * size, False)
             frags_a.append(_ldmatrix(b, addr, 4, False))
         frags_b = []
         for j in range(0, lay.frags_n, 2):
-            addr = _plus(b, at_b, 8 * j * b_n)
+            addr = rb.at(k, kk, 8 * j * b_n, not transposed)
             n = 4 if j + 1 < lay.frags_n else 2
             got = _ldmatrix(b, addr, n, not transposed)
             frags_b += [got[:2], got[2:]] if n == 4 else [got]
@@ -144,11 +148,9 @@ def product(lw, s, target, op: str, e, path: str) -> None:
         same elements as m8n8k16's C, `fragments.c_m8n8k16`). The lane addresses are
         m16n8k32's: an `.x2` of A reads lanes 0-15, rows 0-15 at column 0, so it loads
         the two 8 x 16 A halves; an `.x1` of B reads lanes 0-7, one fragment's n at k 0."""
-        at_a = _plus(b, a_at, kk * a_k)
-        at_b = _plus(b, b_at, kk * b_k)
-        frags_a = [_ldmatrix(b, _plus(b, at_a, 16 * i * a.row_pitch * size), 2, False)
+        frags_a = [_ldmatrix(b, ra.at(None, kk, 16 * i * a.row_pitch * size, False), 2, False)
                    for i in range(lay.wm // 16)]  # fmt: skip
-        frags_b = [_ldmatrix(b, _plus(b, at_b, 8 * j * b_n), 1, False)
+        frags_b = [_ldmatrix(b, rb.at(None, kk, 8 * j * b_n, False), 1, False)
                    for j in range(lay.frags_n)]  # fmt: skip
         for q in range(lay.frags):
             i, j = divmod(q, lay.frags_n)
@@ -157,9 +159,6 @@ def product(lw, s, target, op: str, e, path: str) -> None:
                 b.emit("mma", tuple(c), (frags_a[i][h], *frags_b[j], *c), type=acc_t,
                        from_type=ab, shape="m8n8k16")  # fmt: skip
 
-    steps, rest = divmod(K, kstep)
-    full = steps * kstep
-    unroll = next(u for u in (UNROLL, 2, 1) if steps % u == 0)
     if steps and unroll == steps:
         steps_of(None, steps)
     elif steps:
@@ -173,6 +172,65 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     if op == "-=":
         for r, x in zip(regs, acc, strict=True):
             b.mov(r, scalars.binary(b, "-", r, x, sum_t), acc_t)
+
+
+class _Reader:
+    """Where this lane's ldmatrix reads an operand tile: the tile's (or the ring stage's)
+    base, plus the moves that keep the swizzle (rows by whole fragments, columns by
+    whole 128-byte lines), plus the swizzle of the lane's own offset moved by the rest.
+    A lane's swizzle term is fixed by its row (`swizzle.term`), so a moved offset is one
+    `xor` and the constant ones are computed once, at entry."""
+
+    def __init__(self, lw, tile, warp: Value, lane: Value, per_k: int, k_col: bool, step: int):
+        """`per_k` the bytes a unit of k moves the operand by, along its rows (`k_col`)
+        or across them; `step` the units the k loop's register moves by a turn."""
+        self.b, self.tile, self.row = lw.b, tile, tile.swizzle
+        self.per_k, self.k_col, self.step = per_k, k_col, step
+        key = ("mma.rel", _key(warp), _key(lane))
+        self.rel = _register(self.b, self.b.once(key, lambda: iadd_u32(self.b, warp, lane)))
+        self.term = None
+        if self.row:
+            row = self.row
+            self.term = self.b.once(("mma.term", self.rel.name, row),
+                                    lambda: swizzle.term(self.b, self.rel, row))  # fmt: skip
+
+    def keeps(self, nbytes: int, col: bool) -> bool:
+        """Whether a move of `nbytes` along a row (`col`) or across rows keeps a lane's
+        swizzle: every row move here is whole fragments (8 rows or more)."""
+        return not self.row or not col or nbytes % swizzle.LINE == 0
+
+    def at(self, k: Value | None, kk: int, frag: int, frag_col: bool) -> Reg:
+        """The address at the k loop's register `k` (None: 0) plus `kk` units of k, and
+        `frag` bytes on for the fragment, along a row (`frag_col`) or across rows."""
+        b, per_k, k_col = self.b, self.per_k, self.k_col
+        keep: list[Value] = []
+        vary: Value = Imm(0, "u32")
+        if k is not None:
+            moved = _umul(b, k, per_k) if per_k != 1 else k
+            if self.keeps(self.step * per_k, k_col):
+                keep.append(moved)
+            else:
+                vary = moved
+        for n, col in ((kk * per_k, k_col), (frag, frag_col)):
+            if n and self.keeps(n, col):
+                keep.append(Imm(n, "u32"))
+            elif n:
+                vary = iadd_u32(b, vary, Imm(n, "u32"))
+        if isinstance(vary, Imm):
+            c = vary.value
+            x = b.once(("mma.at", self.rel.name, self.row, c),
+                       lambda: self._swizzled(iadd_u32(b, self.rel, Imm(c, "u32"))))  # fmt: skip
+        else:
+            x = self._swizzled(iadd_u32(b, self.rel, vary))
+        total: Value = iadd_u32(b, _base(self.tile), x)
+        for v in keep:
+            total = iadd_u32(b, total, v)
+        return _register(b, total)
+
+    def _swizzled(self, off: Value) -> Value:
+        if self.term is None:
+            return off
+        return self.b.op("xor", "b32", off, self.term, dest_type="u32", hint="s")
 
 
 def _operand(lw, x):
@@ -292,15 +350,8 @@ def _register(b, x: Value) -> Reg:
     return b.copy(x, "u32", hint="s") if isinstance(x, Imm) else x
 
 
-def _plus(b, x: Reg, n: int) -> Reg:
-    return x if n == 0 else b.op("add", "u32", x, Imm(n, "u32"), hint="s")
-
-
-def _moved(b, base: Reg, k: Value | None, per_k: int, delta: int) -> Reg:
-    """`base + k * per_k + delta` (`k` a u32 register, or None for 0)."""
-    if k is not None:
-        base = b.op("add", "u32", base, _umul(b, k, per_k) if per_k != 1 else k, hint="s")
-    return _plus(b, base, delta)
+def _key(v: Value):
+    return v.name if isinstance(v, Reg) else ("imm", v.value)
 
 
 def _ldmatrix(b, addr: Reg, n: int, trans: bool) -> list[Reg]:

@@ -38,7 +38,7 @@ import os
 from dataclasses import dataclass, field, replace
 from math import prod
 
-from phobos.lower import alloc, dynamic
+from phobos.lower import alloc, dynamic, swizzle
 from phobos.lower import shape as shape_ops
 from phobos.lower.errors import NotLowered
 from phobos.lower.hirwalk import numbered
@@ -74,6 +74,7 @@ class Tile:
     buffer: SharedBuffer | None = None
     regs: list | None = None
     pitch: int | None = None  # the row pitch in elements where padded (`@padstage`)
+    swizzle: int | None = None  # the row's bytes where its 16-byte chunks are XOR-swizzled
     micro: tuple[int, int] | None = None  # (tm, tn): a product's `Blocked` register layout
     mma: tuple[int, int] | None = None  # (warps_m, warps_n): a tensor-core product's `MmaAcc`
     stages: int = 1  # buffers of `nbytes` each: 2 to `MAX_STAGES` for a loop's cp.async ring
@@ -118,7 +119,8 @@ class Tile:
         base = self.base if self.base is not None else Imm(self.buffer.offset, "u32")
         return Access("shared", base, self.elem,
                       tuple(Imm(0, "s32") for _ in range(rank)), tuple(() for _ in range(rank)),
-                      self.shape, pitches, tuple(BIG for _ in range(rank)), self.buffer)  # fmt: skip
+                      self.shape, pitches, tuple(BIG for _ in range(rank)), self.buffer,
+                      swizzle=self.swizzle)  # fmt: skip
 
     def point(self, lw, e):
         """A point read `t[i, j]` of a replicated tile."""
@@ -764,14 +766,20 @@ class _Planner:
                       f", micro-tile {tile.micro[0]}x{tile.micro[1]}" if tile.micro else
                       ", mma.sync fragments" if tile.mma else "")  # fmt: skip
             if place == "shared":
-                tile.pitch = self.pad(sym, shape, elem) or self.ldmatrix_pitch(sym, shape, elem)
+                tile.pitch = self.pad(sym, shape, elem)
+                if tile.pitch is None:
+                    tile.swizzle = self.ldmatrix_swizzle(sym, shape, elem)
+                if tile.pitch is None and tile.swizzle is None:
+                    tile.pitch = self.ldmatrix_pitch(sym, shape, elem)
                 first, last = self.spans.get(sym, (0, 0))
                 if self.ring_fits(sym, tile, first, last):
                     tile.stages = self.depth
                     # The next turn's copies are in flight through the whole turn: the
                     # ring's bytes are live from the loop's first statement to its last.
                     _, first, last = self.rings[sym]
-                requests.append((sym, tile.nbytes * tile.stages, first, last))
+                # A swizzle keeps its XOR inside the tile's own 128-byte lines.
+                align = (swizzle.LINE,) if tile.swizzle else ()
+                requests.append((sym, tile.nbytes * tile.stages, first, last, *align))
         for label, sw in self.sweeps.items():
             plan.vec[label] = sw.vec
             kept = [plan.tiles[s] for s in sw.full if s in plan.tiles and plan.tiles[s].kept]
@@ -785,7 +793,7 @@ class _Planner:
                 path, why = self.fallback(e, why)
             plan.paths[e.label] = path
             log.debug("%s #%d: %s: %s", e.name, e.label, _PATH_NAMES[path], why)
-        names = [(f"tile_{s.name}_{i}", size, f, la) for i, (s, size, f, la) in enumerate(requests)]
+        names = [(f"tile_{r[0].name}_{i}", *r[1:]) for i, r in enumerate(requests)]
         exchange = bool(self.reductions) or self.cta_folds
         if exchange:
             slot = alloc.aligned(max([_scratch_bytes(lw, shape, sw.vec)
@@ -1031,6 +1039,35 @@ class _Planner:
         if tile is None or tile.place == "registers":
             return "no @tensorcore" if not getattr(self.lw.k.attrs, "tensorcore", None) else ""
         return f"its target is {tile.place} ({tile.reason})"
+
+    def mma_operands(self) -> set:
+        """The tiles a product on mma.sync reads as a whole operand."""
+        return {x.sym for e, _, _ in self.dots if self.paths.get(e.label, ("fma",))[0]
+                .startswith("mma") for x in e.args if isinstance(x, hir.Ref)}  # fmt: skip
+
+    def ldmatrix_swizzle(self, sym, shape, elem) -> int | None:
+        """The row bytes of a shared operand of a product on mma.sync whose 16-byte
+        chunks are XOR-swizzled (`swizzle`), or None: its rows a power of two of at
+        least 32 bytes, and every read of it a whole operand of such a product (its
+        writes are the sweeps that stage it, which swizzle as the ldmatrix reads do)."""
+        row = shape[-1] * BYTES[elem]
+        if (
+            len(shape) != 2
+            or sym in self.flat_read
+            or not swizzle.swizzles(row)
+            or os.environ.get("PHOBOS_SWIZZLE") == "0"
+            or sym not in self.mma_operands()
+        ):
+            return None  # fmt: skip
+        refs = sum(1 for n in _walk(self.body) if isinstance(n, hir.Ref) and n.sym is sym)
+        whole = sum(1 for e, _, _ in self.dots
+                    if self.paths.get(e.label, ("fma",))[0].startswith("mma")
+                    for x in e.args if isinstance(x, hir.Ref) and x.sym is sym)  # fmt: skip
+        if refs != whole:
+            return None
+        log.debug("mma operand `%s`: rows of %d bytes, their 16-byte chunks XOR-swizzled "
+                  "for ldmatrix", sym.name, row)  # fmt: skip
+        return row
 
     def ldmatrix_pitch(self, sym, shape, elem) -> int | None:
         """The row pitch of a shared operand of a product on mma.sync: its rows padded by

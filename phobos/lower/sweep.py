@@ -36,7 +36,7 @@ import logging
 from dataclasses import dataclass, field
 from math import prod
 
-from phobos.lower import memory, scalars
+from phobos.lower import memory, scalars, swizzle
 from phobos.lower.builder import iadd, imul, isub
 from phobos.lower.errors import NotLowered
 from phobos.lower.hirwalk import walk
@@ -497,11 +497,24 @@ class Sweeper:
         return total
 
     def address(self, acc, p):
-        base = self._base(acc, p)
         off = self._const_offset(acc, p)
         if isinstance(off, Imm):
             off = off.value
-        return memory.offset_address(self.lw, base, acc, off)
+        if acc.swizzle and not (
+            isinstance(off, int) and off * BYTES[acc.elem] % swizzle.period(acc.swizzle) == 0
+        ):
+            return self._swizzled(acc, p, off)  # fmt: skip
+        return memory.offset_address(self.lw, self._base(acc, p), acc, off)
+
+    def _swizzled(self, acc, p, off):
+        """The address of a swizzled tile at `p`: the swizzle of the whole offset (the
+        constant part included), as a point's constant moves a chunk to another."""
+        lw = self.lw
+        regs = tuple(c[0] for c in p.coords)
+        deps = (*acc.starts, *regs)
+        flat = self._shared(("flat", tuple(_key(v) for v in deps), tuple(map(str, acc.pitches))),
+                            p.state.memo, lambda: memory.flat_index(lw, acc, regs))  # fmt: skip
+        return memory.address(lw, acc, iadd(lw.b, lw.idx, flat, off))
 
     def guard(self, acc, p):
         """The predicate a vector of `acc` at `p` is in bounds under; (None, True) when it

@@ -60,8 +60,9 @@ def test_dp4a_text_form_and_verifier():
 # `MmaAcc` layout (m16n8k32's C fragments are m16n8k16's), four warps of 16 x 32, four
 # fragments a warp. A k step is one ldmatrix.x4 of A (16 rows of 32 bytes) and two of B
 # (two fragments of 8 n rows each) for four m16n8k32: the loop's whole tiles and its
-# masked remainder, 8 mma and 6 ldmatrix in all. The operand rows of 32 bytes are padded
-# to 48 for ldmatrix; the accumulator never goes to shared memory.
+# masked remainder, 8 mma and 6 ldmatrix in all. The operand rows of 32 bytes are not
+# padded: their 16-byte chunks are XOR-swizzled (two stages of 64 x 32 bytes for A, on a
+# 128-byte line); the accumulator never goes to shared memory.
 GEMM = """
 @launch(128)
 kernel k(A: tensor<i8>[M, K], B: tensor<i8>[N, K], C: tensor<i32>[M, N]) {
@@ -79,7 +80,7 @@ kernel k(A: tensor<i8>[M, K], B: tensor<i8>[N, K], C: tensor<i32>[M, N]) {
 
 MMA_CHECKS = """
 // CHECK-NOT: shared tile_acc
-// CHECK: shared tile_a_0 @0 size=6144
+// CHECK: shared tile_a_0 @0 size=4096 align=128
 // CHECK: for %kt
 // CHECK: cp_async_wait  [pending=0]
 // CHECK: ldmatrix.shared.b16

@@ -292,19 +292,58 @@ def test_ptx_assembles(form, arch):
         ptxas(k, arch)
 
 
-def test_ldmatrix_rows_are_padded_to_be_conflict_free(caplog):
+def test_ldmatrix_operands_are_swizzled(caplog):
     # The staging tiles' rows of 64 bytes (32 f16) would put rows r and r + 2 of a matrix
-    # in one bank group: they are padded to 80 bytes.
+    # in one bank group: their chunks are XOR-swizzled instead, the tiles unpadded and on
+    # 128-byte lines, and every address of them (the copies' and the ldmatrix's) XOR-ed.
     assert not conflict_free(64) and conflict_free(80) and conflict_free(48)
     assert not conflict_free(32) and conflict_free(16)
     with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
-        lowered(source("gemm", "f16"))
+        _, k = lowered(source("gemm", "f16"))
     logged = [r.getMessage() for r in caplog.records]
     for name in "ab":
-        line = (
-            f"mma operand `{name}`: rows of 64 bytes padded to a pitch of 40 elements, for ldmatrix"
-        )
+        line = f"mma operand `{name}`: rows of 64 bytes, their 16-byte chunks XOR-swizzled for ldmatrix"
         assert line in logged
+    sizes = {b.name: (b.size, b.align) for b in k.shared}
+    assert sizes == {"tile_a_0": (2 * 64 * 64, 128), "tile_b_1": (2 * 32 * 64, 128)}
+    assert len(ops(k, "xor")) >= 4
+
+
+# `a` is also read by a sweep (its copy to `T` reads it in its own layout), and `b`'s rows of
+# 48 halves (96 bytes) are not a power of two: neither is swizzled, each padded instead.
+PADDED = """
+@tensorcore
+@launch(128)
+kernel k(A: tensor<f16>[64, 32], B: tensor<f16>[32, 48], C: tensor<f32>[64, 48], T: tensor<f16>[64, 32]) {
+  var a = A[0 :+ 64, 0 :+ 32]
+  var b = B[0 :+ 32, 0 :+ 48]
+  var acc: tile<f32>[64, 48] = dot(a, b)
+  C[0 :+ 64, 0 :+ 48] = acc
+  T[0 :+ 64, 0 :+ 32] = a
+}
+"""
+
+
+def test_ldmatrix_operands_are_padded_where_not_swizzled(caplog, monkeypatch):
+    with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
+        _, k = lowered(PADDED)
+    logged = [r.getMessage() for r in caplog.records]
+    assert (
+        "mma operand `a`: rows of 64 bytes padded to a pitch of 40 elements, for ldmatrix" in logged
+    )
+    assert (
+        "mma operand `b`: rows of 96 bytes padded to a pitch of 56 elements, for ldmatrix" in logged
+    )
+    assert not ops(k, "xor")
+    # `PHOBOS_SWIZZLE=0` pads what would be swizzled (to measure one against the other).
+    caplog.clear()
+    monkeypatch.setenv("PHOBOS_SWIZZLE", "0")
+    with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
+        lowered(source("gemm", "f16"))
+    logged = [r.getMessage() for r in caplog.records]
+    assert (
+        "mma operand `a`: rows of 64 bytes padded to a pitch of 40 elements, for ldmatrix" in logged
+    )
 
 
 # ---------------------------------------------------------------------------
