@@ -6,6 +6,7 @@ m16n8k16) against cuBLAS (torch.mm, f32 accumulation) and Triton (a plain tiled
 `torch._int_mm` (cuBLASLt), 4096^3.
 
     python benchmarks/tensorcore.py [--out FILE] [--quick] [--only f16|bf16|i8 ...]
+                                    [--tile 128x256x64/256 ...]
 
 FLOPs: `2 M N K`. Every Phobos result is checked first against a float64 product of
 the same rounded operands, its output poisoned with NaN. Times are medians of
@@ -63,7 +64,7 @@ def tr_matmul(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.const
     tl.store(c + rm[:, None] * N + rn[None, :], acc.to(c.dtype.element_ty))
 
 
-def rows_for(dtype, kernel, sizes, rows):
+def rows_for(dtype, kernel, sizes, rows, tiles=TILES):
     name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
     for n in sizes:
         a = torch.randn(n, n, device="cuda").to(dtype)
@@ -75,7 +76,7 @@ def rows_for(dtype, kernel, sizes, rows):
             "cuBLAS": lambda a=a, b=b: torch.mm(a, b),
             "Triton": lambda a=a, b=b, out=out, grid=grid, n=n: tr_matmul[grid](a, b, out, n, n, n),
         }
-        for tm, tn, tk, t in TILES:
+        for tm, tn, tk, t in tiles:
             launch = kernel.variant(TILE_N=tn, TILE_K=tk, T=t)[(n // tm, n // tn)]
             c = torch.full((n, n), float("nan"), device="cuda")
             launch(a, b, c)
@@ -115,19 +116,33 @@ def int8_rows(sizes, rows):
         rows.append(_row(f"gemm i8 {n}^3", 2.0 * n**3, in_turns(fns), "torch._int_mm"))
 
 
+def _tile(text: str) -> tuple[int, int, int, int]:
+    """`128x256x64/256` as (128, 256, 64, 256), one of `TILES`."""
+    try:
+        mnk, t = text.split("/")
+        got = (*(int(x) for x in mnk.split("x")), int(t))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not MxNxK/T") from None
+    if got not in TILES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {TILES}")
+    return got
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", choices=["f16", "bf16", "i8"], action="append")
+    ap.add_argument("--tile", action="append", type=_tile, help="MxNxK/T, one of TILES")
     args = ap.parse_args()
+    tiles = args.tile or TILES
     only = set(args.only or ["f16", "bf16", "i8"])
     sizes = [4096] if args.quick else [4096, 8192]
     rows: list = []
     if "f16" in only:
-        rows_for(torch.float16, hgemm, sizes, rows)
+        rows_for(torch.float16, hgemm, sizes, rows, tiles)
     if "bf16" in only:
-        rows_for(torch.bfloat16, hgemm_bf16, sizes, rows)
+        rows_for(torch.bfloat16, hgemm_bf16, sizes, rows, tiles)
     if "i8" in only:
         int8_rows([4096], rows)
     text = render(rows)

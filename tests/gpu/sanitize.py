@@ -1,5 +1,5 @@
 """Launches for compute-sanitizer: every lowered kernel once (the spec's three examples
-among them), or one with a seeded bug.
+and the tensor-core GEMMs among them), or one with a seeded bug.
 
     compute-sanitizer --tool memcheck  --error-exitcode 1 python3 tests/gpu/sanitize.py clean
     compute-sanitizer --tool racecheck --error-exitcode 1 python3 tests/gpu/sanitize.py clean
@@ -79,6 +79,23 @@ def contractions() -> None:
     kda.variant(D=64, C=32)[(1,)](k, k, v, g, o2, 0.125)
 
 
+def tensor_cores() -> None:
+    """The tensor-core GEMMs: f16 and bf16 on mma.sync from swizzled staging tiles (each
+    tile shape of hgemm's space), i8 on integer mma."""
+    from examples.hgemm import hgemm, hgemm_bf16
+    from examples.igemm import igemm
+
+    for dtype, kernel in ((torch.float16, hgemm), (torch.bfloat16, hgemm_bf16)):
+        a = torch.randn(256, 512, device="cuda").to(dtype)  # M x K
+        b = torch.randn(512, 512, device="cuda").to(dtype)  # K x N
+        c = torch.empty(256, 512, device="cuda")
+        for tn, tk, t in ((128, 64, 128), (256, 64, 256), (128, 32, 256)):
+            kernel.variant(TILE_N=tn, TILE_K=tk, T=t)[(2, 512 // tn)](a, b, c)
+    a8 = torch.randint(-128, 128, (256, 256), device="cuda", dtype=torch.int8)
+    c8 = torch.empty(256, 256, device="cuda", dtype=torch.int32)
+    igemm.variant(TILE_K=128)[(2, 2)](a8, a8, c8)
+
+
 def main(mode: str) -> None:
     n, rows = 4096 + 1000, 64
     x, y = torch.randn(2, n, device="cuda")
@@ -95,6 +112,7 @@ def main(mode: str) -> None:
         K.layer_norm.variant(BLOCK=1024)[(rows,)](h, ho, w, w, 1e-5)
         K.rms_norm.variant(BLOCK=1024)[(rows,)](h, ho, w, 1e-5)
         contractions()
+        tensor_cores()
     elif mode == "oob":
         seeded(K.vector_add.variant(BLOCK=4096), unmask_stores).launch((2,), (x, y, out))
     elif mode == "race":
