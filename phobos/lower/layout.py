@@ -364,14 +364,18 @@ class MmaAcc:
         return 32 * (wr * self.warps_n + wc) + lane, 4 * q + reg
 
     @classmethod
-    def choose(cls, shape, threads: int) -> MmaAcc | None:
+    def choose(cls, shape, threads: int, whole_rows: bool = False) -> MmaAcc | None:
         """The warp grid for an accumulator of `shape` on `threads` threads, or None when
         no grid of all the CTA's warps tiles it with 16 x 8 fragments: the fewest
         ldmatrix loads per mma (a warp loads `wm / 16` A fragments and `wn / 16` pairs of
         B fragments a k step for `(wm / 16) (wn / 8)` mma), then the wider warp block.
+        `whole_rows` asks for a warp to hold whole rows (one warp column: a row
+        reduction then folds within each quad of lanes).
 
         >>> MmaAcc.choose((64, 64), 128)
         MmaAcc(shape=(64, 64), threads=128, warps_m=2, warps_n=2, vec=2)
+        >>> MmaAcc.choose((64, 64), 128, whole_rows=True)
+        MmaAcc(shape=(64, 64), threads=128, warps_m=4, warps_n=1, vec=2)
         >>> MmaAcc.choose((16, 8), 64) is None
         True
         """
@@ -382,7 +386,7 @@ class MmaAcc:
         best = None
         for wa in range(1, warps + 1):
             wb, left = divmod(warps, wa)
-            if left or m % (16 * wa) or n % (8 * wb):
+            if left or m % (16 * wa) or n % (8 * wb) or (whole_rows and wb != 1):
                 continue
             fm, fn = m // wa // 16, n // wb // 8
             score = ((fm + fn / 2) / (fm * fn), -fn)

@@ -800,6 +800,8 @@ class _Planner:
                                       for _, shape, sw in self.reductions]
                                      + [_scratch_bytes(lw, (1, 1), 1)]))  # fmt: skip
             turns = 2 if len(self.reductions) + self.cta_folds > 1 else 1
+        self.accumulator_rows = {v.label for v, _, _ in self.reductions
+                                 if isinstance(plan.layouts.get(v.label), MmaAcc)}  # fmt: skip
         staged = shape_ops.stage_requests(self, lambda node: self.sweeps[_label(node)].vec)
         names += [r[1:] for r in staged]
         if exchange:
@@ -860,6 +862,10 @@ class _Planner:
         more registers than a thread may keep."""
         threads = self.lw.threads
         reduced = {s for _, _, sw in self.reductions for s in sw.full}
+        # `rowsum` and `rowmax` fold an accumulator in its own layout (`reduce`).
+        folded = {s for v, _, sw in self.reductions if v.name in ("rowsum", "rowmax")
+                  for s in sw.full} - {s for v, _, sw in self.reductions
+                                       if v.name not in ("rowsum", "rowmax") for s in sw.full}  # fmt: skip
         out: dict = {}
         for _ in range(16):
             out = {s: None for s in self.products if cand.get(s) == "registers"}
@@ -881,8 +887,13 @@ class _Planner:
                     continue
                 lay = mma.get(s) or Blocked.choose(shape, threads)
                 out[s] = lay
-                if s in reduced:
+                if s in reduced and not (s in folded and isinstance(lay, MmaAcc)
+                                         and lay.warps_n == 1):  # fmt: skip
                     demote[s] = "a row reduction reads the product in another layout"
+                    refused = [self.paths[e.label][1] for e, sym, _ in self.dots if sym is s
+                               and self.paths.get(e.label, ("",))[0] == "fma"]  # fmt: skip
+                    if s in folded and refused:
+                        demote[s] = f"a row reduction reads it, and on tensor cores {refused[0]}"
                 elif lay.regs_per_thread > (limit := MAX_MMA_REGS if s in mma else MAX_TILE_REGS):
                     demote[s] = (f"the product takes {lay.regs_per_thread} registers a thread, "
                                  f"more than {limit}")  # fmt: skip
@@ -898,6 +909,7 @@ class _Planner:
         of tiles swept together whose every product qualifies (`mma_refusal`) and whose
         accumulator the CTA's warps tile. Each product's path and why go to `paths`."""
         group = {s: s for s in out}
+        reduced = {s for _, _, sw in self.reductions for s in sw.full}
 
         def find(s):
             while group[s] is not s:
@@ -922,9 +934,12 @@ class _Planner:
             lay = None
             if not any(refusals.values()):
                 shape = self.tiles[root][0]
-                lay = MmaAcc.choose(shape, self.lw.threads)
+                # A row reduction of the accumulator folds within a warp's rows.
+                rows = any(s in reduced for s in syms)
+                lay = MmaAcc.choose(shape, self.lw.threads, whole_rows=rows)
                 why = (f"the CTA's {self.lw.threads // 32} warps do not tile {list(shape)} "
-                       "with 16x8 fragments" if lay is None else None)  # fmt: skip
+                       f"with 16x8 fragments{', each warp whole rows' if rows else ''}"
+                       if lay is None else None)  # fmt: skip
                 if lay is not None and lay.regs_per_thread > MAX_MMA_REGS:
                     why = (f"the accumulator takes {lay.regs_per_thread} registers a thread, "
                            f"more than {MAX_MMA_REGS}")  # fmt: skip

@@ -9,6 +9,7 @@ that share a row combine:
 |----------------------------------------------|---------------------------------------|--------|
 | every thread meets every row (`R == 1`, or a row a whole multiple of the sweep) | `shfl.bfly` over the warp, then each warp's fold through shared memory, every thread folding the warps in one order | in every thread (replicated) |
 | a row on `C / vec` lanes of one warp (a power of two at most 32) | `shfl.bfly` over those lanes | the row's first lane stores it |
+| the argument swept in a tensor-core accumulator's layout (`MmaAcc`, a warp holding whole rows) | each thread folds its two rows of a fragment row, `shfl.bfly` over the 4 lanes of a quad | each quad's first lane stores its rows |
 
 The fill past a tensor is 0 (SPEC.md "Bounds and masking"), as for a sweep; elements
 past the tile are left out of the fold. Floats of 16 bits accumulate in f32.
@@ -28,8 +29,9 @@ import logging
 from phobos.lower import lir, scalars
 from phobos.lower.builder import Builder
 from phobos.lower.errors import NotLowered
+from phobos.lower.layout import MmaAcc
 from phobos.lower.lir import Imm, Reg, Value
-from phobos.lower.sweep import Point, State, Sweeper, points, run, versioned
+from phobos.lower.sweep import Point, State, Sweeper, mma_points, points, run, versioned
 from phobos.lower.types import REG, elem_of
 from phobos.sema import hir
 
@@ -238,6 +240,10 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
     sw = Sweeper(lw, (R, C), vec)
     sw.prepare(arg, (R, C))
     sw.note_reads()
+    lay = lw.plan.layouts.get(e.label)
+    if isinstance(lay, MmaAcc):
+        _accumulator_rows(lw, e, target, lay, sw, op, (src, acc_t, out_t))
+        return
     tpr = C // vec if tv % C == 0 else None
     if R == 1 or C % tv == 0:
         partial = [row_start(b, op, acc_t) for _ in range(R)]
@@ -288,6 +294,53 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
         note="rows of a power of two vectors at most 32 lanes wide, one row, or rows a "
         "whole multiple of the CTA's sweep are lowered",
     )
+
+
+def _accumulator_rows(lw, e, target, lay: MmaAcc, sw, op: str, types) -> None:
+    """A row reduction swept in an accumulator's `MmaAcc` layout (the product it reads
+    stays in the registers mma.sync wrote). A warp holds whole rows (`warps_n == 1`, as
+    the planner chose for a reduced accumulator): a thread's registers of one row are its
+    column pairs of that row's fragments, and the row's other columns are on the three
+    other lanes of its quad (the lanes of one `g`, `lane // 4`). So each thread folds its
+    registers row by row, two shuffles fold the quad, and its first lane stores the
+    rows (`g` and `g + 8` of each 16-row fragment row)."""
+    if lay.warps_n != 1:
+        raise NotLowered(f"`{e.name}` of an accumulator whose rows span warps", e.span)
+    src, acc_t, out_t = types
+    b = lw.b
+    partial: dict[int, Reg] = {}
+    pts = mma_points(lw, lay, State())
+    row_of = {}
+    for p in pts:
+        vals = [scalars.convert(b, v, src, acc_t) for v in sw.ev(e.args[0], p)]
+        x = vals[0]
+        for v in vals[1:]:
+            x = fold(b, op, x, v, acc_t)
+        dr = p.coords[0][1]
+        if dr not in partial:
+            partial[dr] = row_start(b, op, acc_t)
+            row_of[dr] = p.coords[0]
+        fold_into(b, op, partial[dr], x, acc_t)
+    folded = {dr: butterfly(b, op, v, acc_t, 4) for dr, v in partial.items()}
+    log.debug("`%s` over %s in the accumulator's layout: %d rows a thread folded, shfl.bfly "
+              "over each quad", e.name, list(lay.shape), len(folded))  # fmt: skip
+    first = b.once(("lanegroup0", 4), lambda: b.op(
+        "setp", "pred", b.op("and", "b32", lw.sreg("tid.x"), Imm(3, "b32"), dest_type="u32"),
+        Imm(0, "u32"), cmp="eq", type="u32"))  # fmt: skip
+    tile = _target_tile(lw, target)
+    if tile is not None and tile.place != "shared":
+        raise NotLowered(f"`{e.name}` into a register tile of several rows", e.span)
+    from phobos.lower import memory
+
+    acc = tile.access() if tile is not None else memory.resolve(lw, target)
+    if acc.space == "shared":
+        lw.tracker.access(acc.buffer, "write", None)
+    out = Sweeper(lw, tuple(target.type.dims), 1)
+    state = State()
+    for dr, v in folded.items():
+        q = Point(tuple(target.type.dims), (row_of[dr], (Imm(0, lw.idx), 0)), 1, first, None,
+                  state, None)  # fmt: skip
+        out.store(acc, q, [scalars.convert(b, v, acc_t, out_t)])
 
 
 def _target_tile(lw, target):

@@ -182,6 +182,8 @@ def stage_requests(planner, vec_of) -> list:
         vec = vec_of(value)
         if value.name in rowfold.NAMES and rowfold.covered(planner.lw.threads, value, vec):
             continue
+        if value.label in getattr(planner, "accumulator_rows", ()):  # folded in an MmaAcc
+            continue
         size = stage_bytes(value, vec)
         if size > alloc.STATIC_LIMIT and not getattr(planner.lw.k.attrs, "dynshared", False):
             dims = list(value.args[0].type.dims)

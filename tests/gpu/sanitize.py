@@ -81,7 +81,9 @@ def contractions() -> None:
 
 def tensor_cores() -> None:
     """The tensor-core GEMMs: f16 and bf16 on mma.sync from swizzled staging tiles (each
-    tile shape of hgemm's space), i8 on integer mma."""
+    tile shape of hgemm's space), i8 on integer mma; flash attention's two products on
+    mma.sync, its scores row-reduced in their registers."""
+    from examples.flash_attention_f16 import flash_attention_f16
     from examples.hgemm import hgemm, hgemm_bf16
     from examples.igemm import igemm
 
@@ -91,6 +93,11 @@ def tensor_cores() -> None:
         c = torch.empty(256, 512, device="cuda")
         for tn, tk, t in ((128, 64, 128), (256, 64, 256), (128, 32, 256)):
             kernel.variant(TILE_N=tn, TILE_K=tk, T=t)[(2, 512 // tn)](a, b, c)
+    q = torch.randn(200, 64, device="cuda").half()
+    k, v = (torch.randn(300, 64, device="cuda").half() for _ in range(2))
+    o = torch.empty(200, 64, device="cuda")
+    for bc in (64, 128):
+        flash_attention_f16.variant(BC=bc)[(4,)](q, k, v, o, 0.125)
     a8 = torch.randint(-128, 128, (256, 256), device="cuda", dtype=torch.int8)
     c8 = torch.empty(256, 256, device="cuda", dtype=torch.int32)
     igemm.variant(TILE_K=128)[(2, 2)](a8, a8, c8)
