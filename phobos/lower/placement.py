@@ -374,6 +374,7 @@ class _Planner:
         self.varying = 0  # branches open whose condition may differ within a warp
         self.paths: dict = {}  # label of a `dot` -> (path, why): `tensor_cores`
         self.wmma: set = set()  # labels of the `dot`s on WMMA (`on_wmma`)
+        self.wmma_tiles: set = set()  # their operands and targets: on 32-byte boundaries
 
     # -- walking -------------------------------------------------------------
 
@@ -638,6 +639,7 @@ class _Planner:
         self.dots.append((value, sym, self.varying > 0))
         if self.on_wmma(value):
             self.wmma.add(value.label)
+            self.wmma_tiles.update({sym, *(a.sym for a in value.args)})
             self.mark_other(sym, "a WMMA accumulator is opaque: it is kept in shared memory")
 
     def sweep(self, node, shape, value, target=None) -> _Sweep:
@@ -777,8 +779,9 @@ class _Planner:
                     # The next turn's copies are in flight through the whole turn: the
                     # ring's bytes are live from the loop's first statement to its last.
                     _, first, last = self.rings[sym]
-                # A swizzle keeps its XOR inside the tile's own 128-byte lines.
-                align = (swizzle.LINE,) if tile.swizzle else ()
+                # A swizzle keeps its XOR inside the tile's own 128-byte lines; WMMA's
+                # loads and stores take 32-byte aligned rows.
+                align = (swizzle.LINE,) if tile.swizzle else (32,) if sym in self.wmma_tiles else ()
                 requests.append((sym, tile.nbytes * tile.stages, first, last, *align))
         for label, sw in self.sweeps.items():
             plan.vec[label] = sw.vec

@@ -167,6 +167,38 @@ def test_single_product_minus_equals_on_wmma():
     np.testing.assert_allclose(got["C"][:32, :16], ref, rtol=1e-4, atol=1e-4)
 
 
+# A 48-byte shared tile allocated first would leave the WMMA tiles 16 bytes off a 32-byte
+# boundary: the planner asks their buffers for 32-byte alignment (WMMA's loads and stores
+# need it), so they start at 64.
+ALIGNED = """
+@tensorcore(wmma)
+@launch(64)
+kernel k(A: tensor<f16>[32, 32], B: tensor<f16>[32, 32], X: tensor<f32>[3, 4], C: tensor<f32>[32, 32], Y: tensor<f32>[3, 2]) {
+  var w = X[0 :+ 3, 0 :+ 4]
+  Y[0 :+ 3, 0 :+ 2] = w[0 :+ 3, 0 :+ 2]
+  var a = A[0 :+ 32, 0 :+ 32]
+  var b = B[0 :+ 32, 0 :+ 32]
+  var acc: tile<f32>[32, 32] = dot(a, b)
+  C[0 :+ 32, 0 :+ 32] = acc
+  Y[0 :+ 3, 0 :+ 2] = w[0 :+ 3, 0 :+ 2]
+}
+// CHECK: shared tile_w_0 @0 size=48 align=16
+// CHECK: shared tile_a_1 @64 size=2048 align=32
+// CHECK: wmma_mma
+"""
+
+
+def test_wmma_tiles_are_placed_on_32_byte_boundaries():
+    hk, k = lowered(ALIGNED)
+    filecheck(ALIGNED, text(k))
+    assert all(b.offset % 32 == 0 for b in k.shared if b.name != "tile_w_0")
+    a, b = f16(32, 32), f16(32, 32)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    want, got = run_both(hk, k, (1, 1), {"A": a, "B": b, "X": x, "C": nan(32, 32),
+                                         "Y": nan(3, 2)})  # fmt: skip
+    agree(got, want, a.astype(np.float64) @ b.astype(np.float64))
+
+
 @pytest.mark.parametrize("form", sorted(FORMS))
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_ptx_assembles(form, arch):
