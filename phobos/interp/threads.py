@@ -18,7 +18,7 @@ integer division by zero, a misaligned access. Modules: `threads_values` (types,
 `cvt`), `threads_ops` (arithmetic, bits, comparisons, math), `threads_exec` (dispatch
 by op family), `threads_access` (ld, st, atom, red), `threads_warp` (shfl, vote),
 `threads_async` (cp_async and its groups), `threads_tensor` (ldmatrix, mma and WMMA, a
-warp at a time), `threads_hopper` (mbarriers, bulk copies, named barriers; the arms of an
+warp at a time), `threads_wgmma` (wgmma, a warpgroup at a time), `threads_hopper` (mbarriers, bulk copies, named barriers; the arms of an
 `If` run side by side as `threads_strands`), `threads_memory` (global memory).
 
     >>> import numpy as np
@@ -55,6 +55,7 @@ from phobos.interp.threads_ops import arith, compare
 from phobos.interp.threads_tensor import TensorOps
 from phobos.interp.threads_values import DTYPE, bits_of, immediate, reinterpret
 from phobos.interp.threads_warp import WarpOps
+from phobos.interp.threads_wgmma import WgmmaOps
 from phobos.lower import lir
 
 __all__ = ["GlobalMemory", "RunReport", "run_lir"]
@@ -178,7 +179,7 @@ class _Loop:
         self.continued = np.zeros(threads, bool)
 
 
-class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps):
+class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps, WgmmaOps):
     """One CTA's run: its registers, shared memory and active threads."""
 
     def __init__(self, launch: _Launch, ctaid):
@@ -198,6 +199,7 @@ class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps):
         if launch.recorder is not None:
             launch.recorder.new_cta(ctaid)
         self.hopper_setup()  # mbarriers, bulk copies, strands (threads_hopper)
+        self.wgmma_setup()  # warpgroups' fences and groups in flight (threads_wgmma)
 
     # -- registers -----------------------------------------------------------
 
@@ -215,12 +217,16 @@ class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps):
             else:
                 val = reinterpret(immediate(v.value, v.type), v.type, t, f"`{v}`")
             return np.full(self.T, val, DTYPE[t])
+        if self.wgmma_on:
+            self.wgmma_read(v)
         return reinterpret(self.reg(v), v.type, t, f"register `{v}`")
 
     def write(self, r: lir.Reg, value, t: str, mask) -> None:
         """Store `value` (of type `t`) into register `r` where `mask` holds."""
         value = np.broadcast_to(np.asarray(value).astype(DTYPE[t], copy=False), (self.T,))
         value = reinterpret(value, t, r.type, f"a {t} result written to `{r}`")
+        if self.wgmma_on:
+            self.wgmma_wrote(r, mask)
         arr = self.reg(r)
         arr[mask] = value[mask]
 
@@ -229,6 +235,8 @@ class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps):
     def run(self) -> None:
         with self.running():
             self.block(self.kernel.body, np.ones(self.T, bool), None)
+        if self.wgmma_on:
+            self.wgmma_end()
 
     def block(self, block: lir.Block, mask, loop: _Loop | None) -> None:
         """Run `block`'s items for the threads of `mask` still running."""

@@ -152,9 +152,23 @@ TENSOR = {"ldmatrix", "mma", "wmma_load", "wmma_mma", "wmma_store"}
 # global to shared memory, completing that many transaction bytes on `%bar`.
 # `%p[, %lane] = elect_sync` is true in one lane of the warp; `setmaxnreg  [action=inc,
 # regs=240]` moves registers between warpgroups (sm_90a).
+# Warpgroup matrix multiply-accumulate (sm_90a; `phobos.lower.warpgroup` has the layouts):
+# `%d.. = wgmma_mma %adesc, %bdesc, %scale, %d..  [shape=m64n128k16, type=f32,
+# from_type=f16, major_a=K, major_b=MN]` adds A (64 x 16, named by a u64 shared-memory
+# descriptor, or four b32 registers in its place) times B (16 x N, a descriptor) to the
+# accumulator `%d..` (N / 2 f32 registers, both the sources after `%scale` and the
+# destinations: one register list in PTX), or writes the product alone where the pred
+# `%scale` is false; it runs asynchronously. `wgmma_fence` orders earlier register
+# accesses before it, `wgmma_commit` closes the warpgroup's open wgmma into a group,
+# `wgmma_wait  [pending=N]` waits until at most N groups are in flight.
+# `%desc = wgmma_desc %s  [lbo=16, sbo=1024, swizzle=128B]` is the u64 descriptor of the
+# operand starting at shared offset `%s` (the address rebased onto the CTA's window).
+# (`fence.shared  [proxy=async]` orders generic shared-memory writes before the async
+# proxy's reads: a wgmma's operands, a bulk copy's.)
 HOPPER = {"mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
           "mbarrier_try_wait_parity", "fence_mbarrier_init", "cp_async_bulk", "elect_sync",
-          "setmaxnreg"}  # fmt: skip
+          "setmaxnreg", "wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait",
+          "wgmma_desc"}  # fmt: skip
 
 FAMILIES: dict[str, set[str]] = {
     "arith": ARITH, "bits": BITS, "compare": COMPARE, "convert": CONVERT, "math": MATH,

@@ -12,6 +12,13 @@ integer register) and writes one `pred`. `fence_mbarrier_init` takes nothing.
 `pred` and optionally the elected lane (`u32`), reads nothing and carries no guard.
 `setmaxnreg` has `action` inc or dec and `regs` a multiple of 8 from 24 to 256, no
 operand and no guard. Integer sources are 32-bit (`u32`, `s32`, `b32`).
+`wgmma_mma` has shape `m64nNk16` (N a multiple of 8 to 256), f16 or bf16 into f32,
+writes N / 2 f32 registers and reads A (a u64 descriptor, or four b32 registers), B's
+u64 descriptor, a pred scale and those same registers in order; `major_a` (for a
+descriptor A) and `major_b` are K or MN. `wgmma_fence`, `wgmma_commit` and `wgmma_wait`
+(`pending` 0 to 7) take no operand; none of the four takes a guard (a warpgroup runs
+them together). `wgmma_desc` reads a u32 shared offset and writes a u64, its `lbo` and
+`sbo` multiples of 16 below 2^18 and its `swizzle` none, 32B, 64B or 128B.
 
     >>> from phobos.lower.lir import Block, Imm, Kernel, Reg, inst
     >>> from phobos.lower.verify import LirError, verify
@@ -28,6 +35,7 @@ operand and no guard. Integer sources are 32-bit (`u32`, `s32`, `b32`).
 from __future__ import annotations
 
 from phobos.lower import lir
+from phobos.lower.warpgroup import SHAPES_N, Descriptor
 
 INT32 = ("u32", "s32", "b32")
 MAX_COUNT = (1 << 20) - 1  # the ISA's range for arrival and transaction counts
@@ -134,7 +142,79 @@ def _setmaxnreg(v, i: lir.Inst) -> None:
         v.fail(f"`setmaxnreg` sets a multiple of 8 registers from 24 to 256, not {regs!r}", i)
 
 
+def _wgmma_shape(v, i: lir.Inst) -> int:
+    """N of the `m64nNk16` an mma names (a failure for any other shape or type)."""
+    shape = i.attr("shape")
+    n = int(shape[4:-3]) if isinstance(shape, str) and shape.startswith("m64n") and \
+        shape.endswith("k16") and shape[4:-3].isdigit() else 0  # fmt: skip
+    if n not in SHAPES_N:
+        v.fail(f"`wgmma_mma` has shape m64nNk16 with N a multiple of 8 up to 256, not {shape!r}", i)
+    if i.attr("type") != "f32" or i.attr("from_type") not in ("f16", "bf16"):
+        v.fail(f"`wgmma_mma` sums f16 or bf16 products in f32, not {i.attr('from_type')!r} "
+               f"into {i.attr('type')!r}", i)  # fmt: skip
+    return n
+
+
+def _wgmma_mma(v, i: lir.Inst) -> None:
+    _collective(v, i)
+    n = _wgmma_shape(v, i)
+    acc = n // 2
+    if len(i.dests) != acc or any(d.type != "f32" for d in i.dests):
+        v.fail(f"`wgmma_mma` {i.attr('shape')} writes {acc} f32 registers a thread", i)
+    regs_a = len(i.srcs) == 6 + acc
+    if len(i.srcs) != (6 if regs_a else 3) + acc:
+        v.fail(f"`wgmma_mma` takes A (a descriptor or 4 b32 registers), B's descriptor, the "
+               f"scale pred and the {acc} accumulator registers, not {len(i.srcs)} operands", i)  # fmt: skip
+    a = i.srcs[:4] if regs_a else i.srcs[:1]
+    if regs_a and any(not isinstance(r, lir.Reg) or r.type != "b32" for r in a):
+        v.fail("a register A operand is four b32 registers", i)
+    rest = i.srcs[len(a) :]
+    for desc in ([] if regs_a else list(a)) + [rest[0]]:
+        if not isinstance(desc, lir.Reg) or desc.type != "u64":
+            v.fail(f"a wgmma operand's descriptor is a u64 register, not `{desc}`", i)
+    if not isinstance(rest[1], lir.Reg) or rest[1].type != "pred":
+        v.fail(f"`wgmma_mma`'s scale is a pred register, not `{rest[1]}`", i)
+    if tuple(rest[2:]) != tuple(i.dests):
+        v.fail("`wgmma_mma` reads and writes one accumulator: the registers after the scale "
+               "are its destinations, in order", i)  # fmt: skip
+    majors = (("major_a", i.attr("major_a", "K")),) if not regs_a else ()
+    for name, major in (*majors, ("major_b", i.attr("major_b", "K"))):
+        if major not in ("K", "MN"):
+            v.fail(f"`wgmma_mma`'s {name} is K or MN, not {major!r}", i)
+    if regs_a and i.attr("major_a") is not None:
+        v.fail("a register A operand has no `major_a`: its layout is the registers'", i)
+
+
+def _no_operands(v, i: lir.Inst) -> None:
+    _collective(v, i)
+    if i.dests or i.srcs:
+        v.fail(f"`{i.op}` takes no operand and writes no register", i)
+
+
+def _wgmma_wait(v, i: lir.Inst) -> None:
+    _no_operands(v, i)
+    pending = i.attr("pending")
+    if not isinstance(pending, int) or isinstance(pending, bool) or not 0 <= pending <= 7:
+        v.fail(f"`wgmma_wait` leaves 0 to 7 groups in flight, not {pending!r}", i)
+
+
+def _wgmma_desc(v, i: lir.Inst) -> None:
+    if len(i.dests) != 1 or i.dests[0].type != "u64":
+        v.fail("`wgmma_desc` writes one u64 register", i)
+    if len(i.srcs) != 1 or not isinstance(i.srcs[0], lir.Reg) or i.srcs[0].type != "u32":
+        v.fail("`wgmma_desc` reads one u32 shared offset register", i)
+    try:
+        Descriptor(0, i.attr("lbo", 0), i.attr("sbo", 0), i.attr("swizzle", "")).encode()
+    except (ValueError, TypeError) as exc:
+        v.fail(f"`wgmma_desc`: {exc}", i)
+
+
 RULES = {
+    "wgmma_mma": _wgmma_mma,
+    "wgmma_fence": _no_operands,
+    "wgmma_commit": _no_operands,
+    "wgmma_wait": _wgmma_wait,
+    "wgmma_desc": _wgmma_desc,
     "mbarrier_init": _init,
     "mbarrier_arrive": _arrive,
     "mbarrier_arrive_expect_tx": _expect_tx,

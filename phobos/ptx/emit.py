@@ -30,8 +30,9 @@ The choices the lowering can rely on:
 - **Shared memory**: lir's shared addresses are byte offsets into the CTA's shared
   window (a `SharedBuffer` at `offset` starts at address `offset`), so the threads
   interpreter and the allocator need know nothing of PTX. The window is
-  `.shared .align 16 .b8 $smem[kernel.smem]`, or with `dynamic_smem` the
-  `.extern .shared .align 16 .b8 $dsmem_<kernel>[]` before the entry (module scope),
+  `.shared .align A .b8 $smem[kernel.smem]`, or with `dynamic_smem` the
+  `.extern .shared .align A .b8 $dsmem_<kernel>[]` before the entry (module scope), A
+  the strictest alignment a buffer asks for (16 at least),
   sized at launch; the entry takes its address
   once (`mov.u32 %rb, $smem;`) and each shared access adds it to the lir offset.
 - **Immediates**: integers in decimal (bit types in hex), f32 as `0fXXXXXXXX`, f64 as
@@ -388,8 +389,9 @@ class Emitter:
         self.emit("ret;")
 
         out = []
+        align = max([16, *(b.align for b in k.shared)])  # the strictest buffer's
         if k.dynamic_smem:  # an .extern array lives at module scope, one per kernel
-            out.append(f".extern .shared .align 16 .b8 {self.dsmem()}[];")
+            out.append(f".extern .shared .align {align} .b8 {self.dsmem()}[];")
         if slots:
             out += [f".visible .entry {k.name}(", ",\n".join(slots), ")"]
         else:
@@ -401,7 +403,6 @@ class Emitter:
             out.append(f".maxnreg {k.max_regs}")
         out.append("{")
         if k.smem and not k.dynamic_smem:
-            align = max([16, *(b.align for b in k.shared)])
             out.append(f"\t.shared .align {align} .b8 $smem[{k.smem}];")
         for prefix in CLASS_ORDER:
             if prefix in self.counts:

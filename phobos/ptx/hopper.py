@@ -5,7 +5,8 @@ Every mbarrier, bulk-copy destination and the like is a lir shared offset (a `u3
 register) rebased onto the CTA's window as ld/st rebase it; a CTA's own shared::cta
 address is a valid shared::cluster one, which the bulk copy's destination takes (PTX ISA,
 "State spaces: shared"). The mbarrier ops, try_wait and fence.mbarrier_init need sm_90;
-the bulk copy the async proxy (sm_90); `setmaxnreg` sm_90a.
+the bulk copy the async proxy (sm_90); `setmaxnreg` and the
+wgmma ops sm_90a. A wgmma names its accumulator once, as its D and its C.
 
     >>> from phobos.lower.lir import Block, Imm, Kernel, Reg, SharedBuffer, inst
     >>> from phobos.ptx import emit_kernel
@@ -22,7 +23,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from phobos.lower import lir
-from phobos.ptx.ops import ATTRS, FULL_WARP, _shared_address, arity, rule
+from phobos.lower.warpgroup import Descriptor
+from phobos.ptx.ops import ATTRS, FULL_WARP, _regs, _shared_address, arity, rule
 
 if TYPE_CHECKING:
     from phobos.ptx.emit import Emitter
@@ -127,8 +129,78 @@ def _setmaxnreg(e: Emitter, i: lir.Inst) -> str:
     return f"setmaxnreg.{action}.sync.aligned.u32 {regs}"
 
 
+# -- warpgroup matrix multiply-accumulate (sm_90a) ---------------------------
+
+
+@rule("wgmma_mma")
+def _wgmma_mma(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "wgmma")
+    shape, ab, acc = i.attr("shape"), i.attr("from_type"), i.attr("type")
+    n = len(i.dests)
+    regs_a = len(i.srcs) == 6 + n
+    if len(i.srcs) != (6 if regs_a else 3) + n or tuple(i.srcs[-n:]) != tuple(i.dests):
+        e.fail(i, "reads A, B's descriptor, the scale and its own accumulator registers")
+    d = _regs(e, i, i.dests, n, ("f32",), "D")
+    a = _regs(e, i, i.srcs[:4], 4, ("b32",), "A") if regs_a else e.name(i.srcs[0])
+    bdesc, scale = i.srcs[4 if regs_a else 1], i.srcs[5 if regs_a else 2]
+    if not isinstance(scale, lir.Reg) or scale.type != "pred":
+        e.fail(i, "takes its scale in a pred register")
+    trans = {"K": "0", "MN": "1"}
+    tail = [] if regs_a else [trans[i.attr("major_a", "K")]]
+    tail.append(trans[i.attr("major_b", "K")])
+    ops = ", ".join([d, a, e.name(bdesc), e.name(scale), "1", "1", *tail])
+    return f"wgmma.mma_async.sync.aligned.{shape}.{acc}.{ab}.{ab} {ops}"
+
+
+@rule("wgmma_fence")
+def _wgmma_fence(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "wgmma")
+    arity(e, i, 0)
+    return "wgmma.fence.sync.aligned"
+
+
+@rule("wgmma_commit")
+def _wgmma_commit(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "wgmma")
+    arity(e, i, 0)
+    return "wgmma.commit_group.sync.aligned"
+
+
+@rule("wgmma_wait")
+def _wgmma_wait(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "wgmma")
+    arity(e, i, 0)
+    pending = i.attr("pending")
+    if not isinstance(pending, int) or not 0 <= pending <= 7:
+        e.fail(i, f"leaves {pending!r} groups in flight, not 0 to 7")
+    return f"wgmma.wait_group.sync.aligned {pending}"
+
+
+@rule("wgmma_desc")
+def _wgmma_desc(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "wgmma")
+    arity(e, i, 1)
+    if len(i.dests) != 1 or i.dests[0].type != "u64":
+        e.fail(i, "writes one u64 register")
+    try:
+        high = Descriptor(0, i.attr("lbo"), i.attr("sbo"), i.attr("swizzle")).encode()
+    except (ValueError, TypeError) as exc:
+        e.fail(i, str(exc))
+    addr = _shared_address(e, i, i.srcs[0])  # the CTA's own shared address
+    wide = e.temp("u64")
+    e.pre(f"cvt.u64.u32 {wide}, {addr}")
+    e.pre(f"shr.u64 {wide}, {wide}, 4")
+    e.pre(f"and.b64 {wide}, {wide}, 16383")
+    return f"or.b64 {e.name(i.dests[0])}, {wide}, {high}"
+
+
 ATTRS.update(
     {
+        "wgmma_mma": ("shape", "type", "from_type", "major_a", "major_b"),
+        "wgmma_fence": (),
+        "wgmma_commit": (),
+        "wgmma_wait": ("pending",),
+        "wgmma_desc": ("lbo", "sbo", "swizzle"),
         "mbarrier_init": (),
         "mbarrier_arrive": (),
         "mbarrier_arrive_expect_tx": (),

@@ -22,6 +22,15 @@ TEXT = """kernel hop(%g: u64) threads=128 smem=1040 {
   reg %tok: b64
   reg %p: pred
   reg %lane: u32
+  reg %da: u64
+  reg %d0: f32
+  reg %d1: f32
+  reg %d2: f32
+  reg %d3: f32
+  reg %a0: b32
+  reg %a1: b32
+  reg %a2: b32
+  reg %a3: b32
   %s = sreg.tid.x
   %bar = mov.u32 1024:u32
   %n = and.b32 %s, 1:u32
@@ -40,6 +49,20 @@ TEXT = """kernel hop(%g: u64) threads=128 smem=1040 {
   bar 1:u32, 64:u32
   bar 2:u32, 96:u32  [arrive=1]
   setmaxnreg  [action=dec, regs=40]
+  %da = wgmma_desc %s  [lbo=16, sbo=1024, swizzle=128B]
+  %d0 = mov.f32 0.0:f32
+  %d1 = mov.f32 0.0:f32
+  %d2 = mov.f32 0.0:f32
+  %d3 = mov.f32 0.0:f32
+  %a0 = mov.b32 0:b32
+  %a1 = mov.b32 0:b32
+  %a2 = mov.b32 0:b32
+  %a3 = mov.b32 0:b32
+  wgmma_fence
+  %d0, %d1, %d2, %d3 = wgmma_mma.f32.f16 %da, %da, %p, %d0, %d1, %d2, %d3  [major_a=K, major_b=MN, shape=m64n8k16]
+  %d0, %d1, %d2, %d3 = wgmma_mma.f32.bf16 %a0, %a1, %a2, %a3, %da, %p, %d0, %d1, %d2, %d3  [major_b=K, shape=m64n8k16]
+  wgmma_commit
+  wgmma_wait  [pending=1]
 }"""
 
 
@@ -86,6 +109,15 @@ def test_every_hopper_op_is_in_the_op_table():
     assert all(lir.OPS[op] == "hopper" for op in lir.HOPPER)
 
 
+acc = tuple(Reg(f"acc{i}", "f32") for i in range(4))
+
+
+def wg(srcs, guard=None, **attrs):
+    """A `wgmma_mma` of m64n8k16 (four accumulator registers), `attrs` overriding."""
+    at = {"shape": "m64n8k16", "type": "f32", "from_type": "f16", **attrs}
+    return inst("wgmma_mma", acc, srcs, guard=guard, **at)
+
+
 REFUSED = [
     (
         inst("mbarrier_init", (), (Reg("w", "u64"), U(1))),
@@ -124,6 +156,22 @@ REFUSED = [
     (inst("setmaxnreg", action="dec", regs=100), r"not 100"),
     (inst("setmaxnreg", action="up", regs=240), r"`action` inc or dec, not 'up'"),
     (inst("setmaxnreg", (), (U(240),), action="inc", regs=240), r"takes no operand"),
+    (wg((g, g, p, *acc), shape="m64n12k16"), r"N a multiple of 8 up to 256, not 'm64n12k16'"),
+    (wg((g, g, p, *acc), shape="m32n8k16"), r"not 'm32n8k16'"),
+    (wg((g, g, p, *acc), from_type="f32"), r"sums f16 or bf16 products in f32"),
+    (wg((g, g, p, *acc[:3])), r"not 6 operands"),
+    (wg((s, g, p, *acc)), r"descriptor is a u64 register, not `%s`"),
+    (wg((g, g, U(1), *acc)), r"scale is a pred register"),
+    (wg((g, g, p, *acc[::-1])), r"the registers after the scale are its destinations"),
+    (wg((g, g, p, *acc), major_b="T"), r"major_b is K or MN, not 'T'"),
+    (wg((n, n, n, n, g, p, *acc), major_b="K"), r"a register A operand is four b32 registers"),
+    (wg((g, g, p, *acc), guard=p), r"takes no guard"),
+    (inst("wgmma_wait", pending=8), r"leaves 0 to 7 groups in flight, not 8"),
+    (inst("wgmma_fence", (), (s,)), r"takes no operand"),
+    (inst("wgmma_desc", (s,), (s,), lbo=16, sbo=1024, swizzle="128B"), r"writes one u64"),
+    (inst("wgmma_desc", (g,), (g,), lbo=16, sbo=1024, swizzle="128B"), r"one u32 shared offset"),
+    (inst("wgmma_desc", (g,), (s,), lbo=8, sbo=1024, swizzle="128B"), r"lbo is a multiple of 16"),
+    (inst("wgmma_desc", (g,), (s,), lbo=16, sbo=1024, swizzle="256B"), r"no descriptor swizzles"),
 ]
 
 

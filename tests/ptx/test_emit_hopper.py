@@ -1,7 +1,8 @@
 """Hopper's asynchronous ops as PTX: mbarriers (init, arrive, arrive.expect_tx,
 try_wait.parity, fence.mbarrier_init), the bulk copy completing on an mbarrier,
-fence.proxy.async, elect.sync, named barriers and setmaxnreg; assembled for sm_90 (and
-sm_90a for setmaxnreg) and refused below."""
+fence.proxy.async, elect.sync, named barriers, setmaxnreg and wgmma (its descriptor, fence,
+mma_async from descriptors or a register A, commit and wait); assembled for sm_90 (and
+sm_90a for setmaxnreg and wgmma) and refused below."""
 
 import pytest
 
@@ -163,3 +164,60 @@ def test_a_misfit_bulk_size_has_no_template():
     )
     with pytest.raises(NoTemplate, match=r"copies 24 bytes, not a positive multiple of 16"):
         emit_kernel(k, "sm_90")
+
+
+# wgmma: a descriptor built from a shared offset, the fence, an m64n8k16 from two
+# descriptors (B MN-major) and one from a register A, the commit and the wait.
+da = Reg("da", "u64")
+acc = tuple(Reg(f"acc{i}", "f32") for i in range(4))
+regs_a = tuple(Reg(f"ra{i}", "b32") for i in range(4))
+WGMMA = kernel(
+    inst("setp", (p,), (s, U(0)), cmp="ge", type="u32"),
+    *(inst("mov", (r,), (Imm(0.0, "f32"),), type="f32") for r in acc),
+    *(inst("mov", (r,), (Imm(0, "b32"),), type="b32") for r in regs_a),
+    inst("wgmma_desc", (da,), (s,), lbo=16, sbo=1024, swizzle="128B"),
+    inst("wgmma_fence"),
+    inst(
+        "wgmma_mma",
+        acc,
+        (da, da, p, *acc),
+        shape="m64n8k16",
+        type="f32",
+        from_type="f16",
+        major_a="K",
+        major_b="MN",
+    ),  # fmt: skip
+    inst(
+        "wgmma_mma", acc, (*regs_a, da, p, *acc), shape="m64n8k16", type="f32", from_type="bf16"
+    ),  # fmt: skip
+    inst("wgmma_commit"),
+    inst("wgmma_wait", pending=0),
+)
+
+
+def test_wgmma_text():
+    text = emit_kernel(WGMMA, "sm_90a")
+    lines = [line.strip().rstrip(";") for line in text.splitlines()]
+    picked = [line for line in lines if line.startswith(("wgmma", "or.b64", "shr.u64", "and.b64"))]
+    d = "{%f0, %f1, %f2, %f3}"
+    assert picked == [
+        "shr.u64 %rd2, %rd2, 4",
+        "and.b64 %rd2, %rd2, 16383",
+        f"or.b64 %rd1, %rd2, {(1 << 62) | (64 << 32) | (1 << 16)}",
+        "wgmma.fence.sync.aligned",
+        f"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {d}, %rd1, %rd1, %p0, 1, 1, 0, 1",
+        f"wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {d}, {{%r3, %r4, %r5, %r6}}, "
+        "%rd1, %p0, 1, 1, 0",
+        "wgmma.commit_group.sync.aligned",
+        "wgmma.wait_group.sync.aligned 0",
+    ]
+
+
+def test_wgmma_assembles_for_sm_90a(assemble):
+    assemble(emit_module([WGMMA], "sm_90a"), "sm_90a")
+
+
+def test_wgmma_needs_sm_90a():
+    with pytest.raises(TargetError, match=r"`wgmma_desc` needs .* which sm_90 does not have "
+                       r"\(it needs sm_90a"):  # fmt: skip
+        emit_kernel(WGMMA, "sm_90")
