@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 
-from phobos.lower import memory, mma, scalars, wmma
+from phobos.lower import memory, mma, scalars, wgmma, wmma
 from phobos.lower.builder import iadd, imul
 from phobos.lower.errors import NotLowered
 from phobos.lower.layout import Blocked
@@ -44,11 +44,15 @@ SUM = {"f16": "f32", "bf16": "f32", "f32": "f32", "f64": "f64", "i32": "i32"}
 
 def product(lw, s, target, op: str, e) -> None:
     """Lower `target op e`, `e` a `dot` or `dot_t` of two shared tiles, on the path the
-    planner chose for it (`Plan.paths`: mma.sync, `phobos.lower.mma`; WMMA,
+    planner chose for it (`Plan.paths`: mma.sync, `phobos.lower.mma`; wgmma,
+    `phobos.lower.wgmma`; WMMA,
     `phobos.lower.wmma`; or FMA, or dp4a for i8, here)."""
     path = lw.plan.paths.get(e.label, "fma")
     if path.startswith("mma."):
         mma.product(lw, s, target, op, e, path)
+        return
+    if path.startswith("wgmma."):
+        wgmma.product(lw, s, target, op, e, path)
         return
     if path == "wmma":
         wmma.product(lw, s, target, op, e)

@@ -57,6 +57,7 @@ class Access:
     buffer: object = None
     key: int = field(default_factory=lambda: next(_ids))
     swizzle: int | None = None
+    panels: int | None = None  # a swizzled tile's rows, where stored as 128-byte panels
 
     def masked(self, axis: int) -> bool:
         return bool(self.bounds[axis])
@@ -210,7 +211,8 @@ def address(lw, acc: Access, flat: Value) -> Reg:
         if acc.swizzle:
             if lw.idx == "s64" and not isinstance(off, Imm):
                 off = b.op("cvt", "u32", off, from_type="s64")
-            off = swizzle.emit(b, off if isinstance(off, Imm) else _u32(b, off), acc.swizzle)
+            off = swizzle.emit(b, off if isinstance(off, Imm) else _u32(b, off), acc.swizzle,
+                               acc.panels)  # fmt: skip
         if isinstance(acc.base, Reg):  # a ring's stage, chosen turn by turn
             if isinstance(off, Imm):
                 return b.op("add", "u32", acc.base, Imm(off.value, "u32"), hint="s")
@@ -245,8 +247,9 @@ def offset_address(lw, addr: Reg, acc: Access, delta) -> Reg:
     """`addr` moved by `delta` elements (an int, or an index Value)."""
     b = lw.b
     size = BYTES[acc.elem]
-    if acc.swizzle and not (
-        isinstance(delta, int) and delta * size % swizzle.period(acc.swizzle) == 0
+    if acc.swizzle and (
+        acc.panels
+        or not (isinstance(delta, int) and delta * size % swizzle.period(acc.swizzle) == 0)
     ):
         raise AssertionError("a swizzled tile's address moved by a constant: swizzle the offset")
     if isinstance(delta, int):

@@ -75,6 +75,7 @@ class Tile:
     regs: list | None = None
     pitch: int | None = None  # the row pitch in elements where padded (`@padstage`)
     swizzle: int | None = None  # the row's bytes where its 16-byte chunks are XOR-swizzled
+    panels: int | None = None  # its rows, where stored as 128-byte panels (a wgmma operand)
     micro: tuple[int, int] | None = None  # (tm, tn): a product's `Blocked` register layout
     mma: tuple[int, int] | None = None  # (warps_m, warps_n): a tensor-core product's `MmaAcc`
     stages: int = 1  # buffers of `nbytes` each: 2 to `MAX_STAGES` for a loop's cp.async ring
@@ -120,7 +121,7 @@ class Tile:
         return Access("shared", base, self.elem,
                       tuple(Imm(0, "s32") for _ in range(rank)), tuple(() for _ in range(rank)),
                       self.shape, pitches, tuple(BIG for _ in range(rank)), self.buffer,
-                      swizzle=self.swizzle)  # fmt: skip
+                      swizzle=self.swizzle, panels=self.panels)  # fmt: skip
 
     def point(self, lw, e):
         """A point read `t[i, j]` of a replicated tile."""
@@ -773,6 +774,9 @@ class _Planner:
                     tile.swizzle = self.ldmatrix_swizzle(sym, shape, elem)
                 if tile.pitch is None and tile.swizzle is None:
                     tile.pitch = self.ldmatrix_pitch(sym, shape, elem)
+                wide = tile.swizzle is not None and sym in self.wgmma_operands()
+                if wide and tile.swizzle > swizzle.LINE:
+                    tile.panels = shape[0]  # wgmma reads a wide operand as 128-byte panels
                 first, last = self.spans.get(sym, (0, 0))
                 if self.ring_fits(sym, tile, first, last):
                     tile.stages = self.depth
@@ -782,6 +786,8 @@ class _Planner:
                 # A swizzle keeps its XOR inside the tile's own 128-byte lines; WMMA's
                 # loads and stores take 32-byte aligned rows.
                 align = (swizzle.LINE,) if tile.swizzle else (32,) if sym in self.wmma_tiles else ()
+                if wide:  # a wgmma swizzle atom is 8 rows of up to 128 bytes
+                    align = (8 * min(tile.swizzle, swizzle.LINE),)
                 requests.append((sym, tile.nbytes * tile.stages, first, last, *align))
         for label, sw in self.sweeps.items():
             plan.vec[label] = sw.vec
@@ -795,7 +801,7 @@ class _Planner:
             elif path == "fma":
                 path, why = self.fallback(e, why)
             plan.paths[e.label] = path
-            log.debug("%s #%d: %s: %s", e.name, e.label, _PATH_NAMES[path], why)
+            log.debug("%s #%d: %s: %s", e.name, e.label, path_name(path), why)
         names = [(f"tile_{r[0].name}_{i}", *r[1:]) for i, r in enumerate(requests)]
         exchange = bool(self.reductions) or self.cta_folds
         if exchange:
@@ -935,6 +941,23 @@ class _Planner:
                 continue
             refusals = {e.label: self.mma_refusal(e, varying) for e, _, varying in mine}
             lay = None
+            shape = self.tiles[root][0]
+            if not any(refusals.values()):
+                on_wgmma = {e.label: self.wgmma_refusal(e, shape) for e, _, _ in mine}
+                if not any(on_wgmma.values()):
+                    lay = MmaAcc(tuple(shape), self.lw.threads, self.lw.threads // 32, 1)
+                    for e, _, _ in mine:
+                        ab = self.tiles[e.args[0].sym][1]
+                        self.paths[e.label] = (
+                            f"wgmma.m64n{shape[1]}k16.{ab}",
+                            f"{self.lw.threads // 128} warpgroups of 64x{shape[1]}, operands "
+                            "from swizzled shared memory",
+                        )
+                    layouts.update(dict.fromkeys(syms, lay))
+                    continue
+                if self.lw.chip == "sm_90a":
+                    why = next(w for w in on_wgmma.values() if w)
+                    log.debug("not on wgmma: %s; on mma.sync", why)
             if not any(refusals.values()):
                 shape = self.tiles[root][0]
                 # A row reduction of the accumulator folds within a warp's rows.
@@ -989,6 +1012,42 @@ class _Planner:
             return f"operands of `{ab}` into `{out}` (mma.sync takes f16 or bf16 into f32)"
         (m, k), n = a[0], b[0][0] if e.name == "dot_t" else b[0][1]
         return _fragment_refusal(m, n, k, varying)
+
+    def wgmma_refusal(self, e, shape) -> str | None:
+        """Why the product `e` (already fit for mma.sync) does not run on wgmma, or None:
+        it needs sm_90a, whole warpgroups of 64 accumulator rows each (one column of
+        warps), N a multiple of 8 up to 256, and operand tiles whose rows are a power of
+        two of 32 bytes or more that nothing but wgmma reads (they are stored in its
+        canonical layouts: swizzled, and in 128-byte panels where wider)."""
+        lw = self.lw
+        if lw.chip != "sm_90a":
+            return f"wgmma needs sm_90a, not {lw.chip}"
+        if os.environ.get("PHOBOS_WGMMA") == "0":
+            return "PHOBOS_WGMMA=0"
+        if lw.threads % 128:
+            return f"{lw.threads} threads are not whole warpgroups of 128"
+        ab = self.tiles.get(e.args[0].sym, ((), "?"))[1] if isinstance(e.args[0], hir.Ref) else "?"
+        if ab not in ("f16", "bf16"):
+            return f"wgmma is lowered for f16 and bf16 operands, not {ab}"
+        m, n = shape
+        if m != 16 * (lw.threads // 32):
+            return f"the accumulator's {m} rows are not 64 a warpgroup"
+        if n % 8 or n > 256:
+            return f"N = {n} is not a multiple of 8 up to 256"
+        for x in e.args:
+            if not isinstance(x, hir.Ref) or x.sym not in self.tiles:
+                return "an operand is not a whole shared tile"
+            rows, elem = self.tiles[x.sym]
+            row = rows[-1] * BYTES[elem]
+            if len(rows) != 2 or not swizzle.swizzles(row) or x.sym in self.flat_read:
+                return f"`{x.sym.name}`'s rows of {row} bytes are not a power of two of 32 or more"
+            refs = sum(1 for node in _walk(self.body) if isinstance(node, hir.Ref)
+                       and node.sym is x.sym)  # fmt: skip
+            reads = sum(1 for d, _, _ in self.dots for y in d.args
+                        if isinstance(y, hir.Ref) and y.sym is x.sym)  # fmt: skip
+            if refs != reads:
+                return f"`{x.sym.name}` is read by more than products"
+        return None
 
     def on_wmma(self, e) -> bool:
         """Whether the product `e` runs on WMMA m16n16k16: under `@tensorcore(wmma)`, a
@@ -1058,10 +1117,14 @@ class _Planner:
             return "no @tensorcore" if not getattr(self.lw.k.attrs, "tensorcore", None) else ""
         return f"its target is {tile.place} ({tile.reason})"
 
-    def mma_operands(self) -> set:
-        """The tiles a product on mma.sync reads as a whole operand."""
+    def mma_operands(self, prefixes=("mma.", "wgmma.")) -> set:
+        """The tiles a product on mma.sync or wgmma reads as a whole operand."""
         return {x.sym for e, _, _ in self.dots if self.paths.get(e.label, ("fma",))[0]
-                .startswith("mma") for x in e.args if isinstance(x, hir.Ref)}  # fmt: skip
+                .startswith(prefixes) for x in e.args if isinstance(x, hir.Ref)}  # fmt: skip
+
+    def wgmma_operands(self) -> set:
+        """The tiles only products on wgmma read: stored as wgmma's canonical layouts."""
+        return self.mma_operands(("wgmma.",)) - self.mma_operands(("mma.",))
 
     def ldmatrix_swizzle(self, sym, shape, elem) -> int | None:
         """The row bytes of a shared operand of a product on mma.sync whose 16-byte
@@ -1079,7 +1142,7 @@ class _Planner:
             return None  # fmt: skip
         refs = sum(1 for n in _walk(self.body) if isinstance(n, hir.Ref) and n.sym is sym)
         whole = sum(1 for e, _, _ in self.dots
-                    if self.paths.get(e.label, ("fma",))[0].startswith("mma")
+                    if self.paths.get(e.label, ("fma",))[0].startswith(("mma.", "wgmma."))
                     for x in e.args if isinstance(x, hir.Ref) and x.sym is sym)  # fmt: skip
         if refs != whole:
             return None
@@ -1120,6 +1183,18 @@ _PATH_NAMES = {
     "dp4a": "dp4a",
     "wmma": "WMMA m16n16k16 f16 -> f32",
 }
+
+
+def path_name(path: str) -> str:
+    """How the log names a product's path (`wgmma.m64n256k16.f16` is named by its form).
+
+    >>> path_name("wgmma.m64n128k16.bf16"), path_name("fma")
+    ('wgmma m64n128k16 bf16 -> f32', 'FMA')
+    """
+    if path.startswith("wgmma."):
+        _, shape, ab = path.split(".")
+        return f"wgmma {shape} {ab} -> f32"
+    return _PATH_NAMES[path]
 
 
 def written_tensors(body) -> set:

@@ -500,8 +500,11 @@ class Sweeper:
         off = self._const_offset(acc, p)
         if isinstance(off, Imm):
             off = off.value
-        if acc.swizzle and not (
-            isinstance(off, int) and off * BYTES[acc.elem] % swizzle.period(acc.swizzle) == 0
+        if acc.swizzle and (
+            acc.panels
+            or not (
+                isinstance(off, int) and off * BYTES[acc.elem] % swizzle.period(acc.swizzle) == 0
+            )
         ):
             return self._swizzled(acc, p, off)  # fmt: skip
         return memory.offset_address(self.lw, self._base(acc, p), acc, off)

@@ -57,16 +57,45 @@ def period(row: int) -> int:
     return 1 << (s + 4 + (m >> 4).bit_length())
 
 
-def physical(off: int, row: int) -> int:
-    """Where byte `off` of a tile of rows of `row` bytes lies once swizzled."""
+def physical(off: int, row: int, panels: int | None = None) -> int:
+    """Where byte `off` of a tile of rows of `row` bytes lies once swizzled; with
+    `panels` (the tile's row count), rows longer than a line are cut into panels of one
+    line each (`panel`), then swizzled as rows of 128 bytes.
+
+    >>> physical(128, 256, panels=8), physical(256, 256, panels=8)  # row 0's 2nd line, row 1
+    (1024, 144)
+    """
+    if panels:
+        off, row = panel(off, row, panels), min(row, LINE)
     s, m = shift_mask(row)
     return off ^ ((off >> s) & m)
 
 
-def emit(b, off: Value, row: int) -> Value:
-    """`physical(off, row)` in u32 lir (`off` an offset from the tile's start)."""
+def panel(off: int, row: int, rows: int) -> int:
+    """Byte `off` of a row-major tile of `rows` rows of `row` bytes, stored as panels of
+    128-byte columns (`row // 128` of them, each `rows` lines), the form a wgmma reads
+    a wide operand in (MN-major B of 64 halves a panel; K-major of 64 k)."""
+    if row <= LINE:
+        return off
+    r, col = divmod(off, row)
+    return (col // LINE) * rows * LINE + r * LINE + col % LINE
+
+
+def emit(b, off: Value, row: int, panels: int | None = None) -> Value:
+    """`physical(off, row, panels)` in u32 lir (`off` an offset from the tile's start)."""
     if isinstance(off, Imm):
-        return Imm(physical(off.value, row), "u32")
+        return Imm(physical(off.value, row, panels), "u32")
+    if panels and row > LINE:
+        shift = row.bit_length() - 1
+        col = b.op("and", "b32", off, Imm(row - LINE, "u32"), dest_type="u32")  # the line
+        base = b.op("shl", "b32", col, Imm((panels * LINE).bit_length() - 1 - 7, "u32"),
+                    dest_type="u32") if panels & (panels - 1) == 0 else \
+            b.op("mul", "u32", b.op("shr", "u32", col, Imm(7, "u32")), Imm(panels * LINE, "u32"))  # fmt: skip
+        r = b.op("shr", "u32", off, Imm(shift, "u32"))
+        line = b.op("shl", "b32", r, Imm(7, "u32"), dest_type="u32")
+        within = b.op("and", "b32", off, Imm(LINE - 1, "u32"), dest_type="u32")
+        off = b.op("add", "u32", b.op("add", "u32", base, line), within)
+        row = LINE
     s, m = shift_mask(row)
     lines = b.op("shr", "u32", off, Imm(s, "u32"))
     term = b.op("and", "b32", lines, Imm(m, "u32"), dest_type="u32")
@@ -81,4 +110,5 @@ def term(b, off: Reg, row: int) -> Value:
     return b.op("and", "b32", lines, Imm(m, "u32"), dest_type="u32")
 
 
-__all__ = ["CHUNK", "LINE", "emit", "period", "physical", "shift_mask", "swizzles", "term"]
+__all__ = ["CHUNK", "LINE", "emit", "panel", "period", "physical", "shift_mask", "swizzles",
+           "term"]  # fmt: skip

@@ -29,10 +29,10 @@ def checked(source: str, name: str = "k", variant=None, index_width=32):
     return kernel
 
 
-def lowered(source: str, name: str = "k", variant=None, index_width=32):
-    """(hir kernel, lir kernel): verified, and its text parses back to it."""
+def lowered(source: str, name: str = "k", variant=None, index_width=32, chip="sm_90"):
+    """(hir kernel, lir kernel) for `chip`: verified, and its text parses back to it."""
     hk = checked(source, name, variant, index_width)
-    k, diags = lower_kernel(hk)
+    k, diags = lower_kernel(hk, chip)
     assert k is not None, [(d.code, d.message) for d in diags]
     verify(k)
     assert parse_kernel(lir.print_kernel(k)) == k

@@ -34,7 +34,8 @@ def run(hk, k, grid, arrays: dict, scalars=None):
         for d, size in zip(p.type.dims, arrays[p.name][1].shape, strict=True):
             if not isinstance(d, int):
                 params[d.name] = size
-    result = run_lir(k, grid, params, mem, check_races=True)
+    dynamic = k.smem if k.dynamic_smem else 0  # `@dynshared`: the whole window at launch
+    result = run_lir(k, grid, params, mem, check_races=True, dynamic_smem=dynamic)
     assert result.race_free, result.format_races()
     return ref, {n: mem.read(a) for n, a in addrs.items()}
 

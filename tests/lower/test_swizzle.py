@@ -70,3 +70,31 @@ def test_the_lir_computes_the_same_offsets():
         for off in range(0, 8 * row, 16):
             assert off ^ ((off >> s.value) & m.value) == physical(off, row)
         assert emit(fake, Imm(row + 16, "u32"), row).value == physical(row + 16, row)
+
+
+class _Eval:
+    """A builder whose ops compute on Python ints (to run `emit`'s lir on offsets)."""
+
+    def op(self, op, t, x, y, dest_type=None, hint=None):
+        x, y = (v.value if hasattr(v, "value") else v for v in (x, y))
+        return {"shr": x >> y, "shl": x << y, "and": x & y, "xor": x ^ y, "add": x + y,
+                "mul": x * y}[op]  # fmt: skip
+
+
+@pytest.mark.parametrize("row, rows", [(256, 64), (512, 64), (512, 24), (128, 32), (64, 16)])
+def test_panels_are_a_permutation_the_lir_computes(row, rows):
+    from phobos.lower.swizzle import panel
+
+    seen = set()
+    for off in range(0, row * rows, 16):
+        at = panel(off, row, rows)
+        assert at % 16 == 0 and 0 <= at < row * rows
+        seen.add(at)
+        moved = physical(off, row, rows)
+        assert emit(_Eval(), off, row, rows) == moved
+    assert len(seen) == row * rows // 16
+    # a panel's eight consecutive rows at one column meet eight chunks of the banks
+    for r0 in range(0, rows - 7, 8):
+        for col in range(0, row, 16):
+            chunks = {physical((r0 + r) * row + col, row, rows) % LINE // 16 for r in range(8)}
+            assert len(chunks) == 8

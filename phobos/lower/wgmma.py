@@ -1,0 +1,146 @@
+"""Dense contractions on Hopper's warpgroup MMA: `dot(a, b)` and `dot_t(a, b)` of f16 or
+bf16 shared tiles into an f32 register accumulator, as `wgmma.mma_async` m64nNk16 from
+shared-memory descriptors (sm_90a).
+
+The planner picks this path (`placement._Planner.wgmma_refusal`, recorded in
+`Plan.paths`): the CTA is whole warpgroups, warpgroup `g` owning accumulator rows 64g to
+64g + 63 and every column (the `MmaAcc` layout of one warp column: its registers are
+wgmma's, `warpgroup.acc_place`), and each operand tile is stored as wgmma reads it: its
+16-byte chunks swizzled (`phobos.lower.swizzle`, the 128-, 64- or 32-byte mode by the
+row's bytes), rows wider than 128 bytes cut into 128-byte panels, every tile on its
+swizzle atom's boundary. A k step of 16 is one wgmma per warpgroup, its descriptors
+built by `wgmma_desc` from the step's start in the tiles:
+
+| operand            | major | start of k step `kk` (bytes from the tile)                  | LBO, SBO |
+|--------------------|-------|--------------------------------------------------------------|----------|
+| `a` `[M, K]`       | K     | panel `32 kk / 128` + warpgroup `g`'s 64 rows + `32 kk % 128` | -, 8 rows |
+| `b` of `dot_t` `[N, K]` | K | panel `32 kk / 128` + `32 kk % 128`                        | -, 8 rows |
+| `b` of `dot` `[K, N]`   | MN | 16 rows a step: `16 kk` rows of a panel                    | a panel, 8 rows |
+
+Before the first step: the staged tiles' generic writes fenced for the async proxy
+(`fence.shared [proxy=async]`) and a barrier, then `wgmma_fence`; after the last, one
+`wgmma_commit` and `wgmma_wait 0`, so the accumulator is the product's when the
+statement ends and the tiles may be written again.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from phobos.lower import scalars
+from phobos.lower.errors import NotLowered
+from phobos.lower.lir import Imm, Reg, Value
+from phobos.lower.swizzle import LINE
+from phobos.lower.types import BYTES
+
+log = logging.getLogger("phobos.lower")
+STEP = 16  # k a wgmma takes
+
+
+def product(lw, s, target, op: str, e, path: str) -> None:
+    """Lower `target op e` on wgmma (`path` "wgmma.m64nNk16.f16" or ".bf16")."""
+    a, bt = (_operand(lw, x) for x in e.args)
+    tile = lw.tiles.get(getattr(target, "sym", None))
+    if tile is None or tile.mma is None or op not in ("=", "+=", "-="):
+        raise NotLowered(f"`{e.name}` on wgmma into this target", s.span)
+    _, shape, ab = path.split(".")
+    transposed = e.name == "dot_t"
+    K = a.shape[1]
+    lw.tracker.statement([(a.buffer, "read", None), (bt.buffer, "read", None)])
+    b = lw.b
+    # cp.async and plain stores wrote the tiles through the generic proxy; wgmma reads
+    # them through the async one: every thread fences its writes, then all meet.
+    b.emit("fence", space="shared", proxy="async")
+    b.emit("bar", (), (Imm(0, "u32"),))
+    span = s.span
+    line = span.source.line_col(span.start)[0] if span is not None else "?"
+    log.debug("`%s` line %s: `%s` on wgmma %s %s -> f32: %d warpgroups, K = %d, operands "
+              "from swizzled shared memory", lw.k.name, line, e.name, shape, ab,
+              lw.threads // 128, K)  # fmt: skip
+    regs = [r for group in tile.regs for r in group]
+    acc = regs
+    if op == "-=":  # the product into registers of its own, then subtracted
+        acc = [b.copy(Imm(0.0, "f32"), "f32", hint="sum") for _ in regs]
+    yes, no = _preds(lw)
+    group = b.once(("wgmma.group",), lambda: b.op("shr", "u32", lw.sreg("tid.x"), Imm(7, "u32"),
+                                                 hint="wg"))  # fmt: skip
+    size = BYTES[a.elem]
+    a_rows = b.once(("wgmma.arows", a.buffer.name),
+                    lambda: b.op("mul", "u32", group, Imm(64 * min(a.swizzle, LINE), "u32")))  # fmt: skip
+    b.emit("wgmma_fence")
+    for kk in range(K // STEP):
+        da = _desc(lw, a, _k_major_start(a, kk, size, a_rows))
+        if transposed:
+            db = _desc(lw, bt, _k_major_start(bt, kk, size, None))
+        else:
+            db = _desc(lw, bt, _mn_major_start(bt, kk), mn=True)
+        scale = no if kk == 0 and op != "+=" else yes
+        b.emit("wgmma_mma", tuple(acc), (da, db, scale, *acc), shape=shape, type="f32",
+               from_type=ab, major_a="K", major_b="K" if transposed else "MN")  # fmt: skip
+    b.emit("wgmma_commit")
+    b.emit("wgmma_wait", pending=0)
+    if op == "-=":
+        for r, x in zip(regs, acc, strict=True):
+            b.mov(r, scalars.binary(b, "-", r, x, "f32"), "f32")
+
+
+def _operand(lw, x):
+    tile = lw.tiles.get(getattr(x, "sym", None))
+    if tile is None or tile.place != "shared" or tile.swizzle is None:
+        raise NotLowered("a wgmma operand outside a swizzled shared tile", x.span)
+    return tile
+
+
+def _preds(lw) -> tuple[Reg, Reg]:
+    """(true, false) in pred registers: wgmma's scale is a predicate operand."""
+    b = lw.b
+    tid = lw.sreg("tid.x")
+    yes = b.once(("wgmma.yes",), lambda: b.op("setp", "pred", tid, tid, cmp="eq", type="u32"))
+    no = b.once(("wgmma.no",), lambda: b.op("setp", "pred", tid, tid, cmp="ne", type="u32"))
+    return yes, no
+
+
+def _base(tile) -> Value:
+    return tile.base if tile.base is not None else Imm(tile.buffer.offset, "u32")
+
+
+def _k_major_start(tile, kk: int, size: int, rows: Value | None) -> tuple[int, Value | None]:
+    """(constant bytes, a register of bytes or None) from the tile's start to k step
+    `kk` of a K-major operand (`rows` the warpgroup's first row's bytes, for `a`)."""
+    col = STEP * size * kk
+    row = min(tile.swizzle, LINE)
+    panel_bytes = tile.shape[0] * LINE if tile.panels else 0
+    return (col // LINE) * panel_bytes + col % row, rows
+
+
+def _mn_major_start(tile, kk: int) -> tuple[int, None]:
+    """The bytes from the tile's start to k step `kk` of an MN-major `b` ([K, N])."""
+    return STEP * kk * min(tile.swizzle, LINE), None
+
+
+def _desc(lw, tile, start: tuple[int, Value | None], mn: bool = False) -> Reg:
+    """The descriptor of the operand `tile` at `start` (constant bytes, and a register of
+    bytes or None, from the tile's start: the ring's stage is the tile's base)."""
+    b = lw.b
+    const, reg = start
+    base = _base(tile)
+    if isinstance(base, Imm):
+        const += base.value
+        base = None
+    parts = [x for x in (base, reg) if x is not None]
+    at: Value = parts[0] if parts else Imm(const, "u32")
+    for x in parts[1:]:
+        at = b.op("add", "u32", at, x, hint="s")
+    if parts and const:
+        at = b.op("add", "u32", at, Imm(const, "u32"), hint="s")
+    if isinstance(at, Imm):
+        at = b.copy(at, "u32", hint="s")
+    row = min(tile.swizzle, LINE)
+    mode = {128: "128B", 64: "64B", 32: "32B"}[row]
+    lbo = tile.shape[0] * LINE if (mn and tile.panels) else 16
+    desc = b.reg("u64", "desc")
+    b.emit("wgmma_desc", (desc,), (at,), lbo=lbo, sbo=8 * row, swizzle=mode)
+    return desc
+
+
+__all__ = ["product"]
