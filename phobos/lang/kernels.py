@@ -331,7 +331,7 @@ class Kernel:
         from phobos.runtime import cuda
 
         variant = self._variant if variant is None else variant
-        chip = (device if device is not None else cuda.device(0)).chip
+        chip = (device if device is not None else cuda.device(0)).target
         chips = self._gpu.setdefault(tuple(sorted((variant or {}).items())), {})
         found = chips.get(chip)
         if found is None:
@@ -372,7 +372,7 @@ class Kernel:
 
         bound = bind_kernel(self.checked(self._variant), args, target="gpu")
         key = tuner.key_values(self, bound.dims)
-        slot = (device.chip, device.name, tuple(key.items()), tuple(sorted(fixed.items())))
+        slot = (device.target, device.name, tuple(key.items()), tuple(sorted(fixed.items())))
         winner = self._winners.get(slot)
         if winner is None:
             winner = self._stored_winner(device, key, fixed)
@@ -388,8 +388,8 @@ class Kernel:
         among those of the space as it stands that agree with `fixed`."""
         from phobos.tune import records
 
-        record = records.RecordStore().load(
-            device.chip, self.name, self.source_key, device.name, key
+        record = records.RecordStore().load(  # tuned for what a launch compiles for
+            device.target, self.name, self.source_key, device.name, key
         )
         if record is None:
             return None

@@ -116,7 +116,13 @@ def _is_chip(chip: str) -> bool:
 # The environment switches that change the code the lowering emits (each turns an
 # optimisation off or down, to measure what it gains). Their values are part of every
 # key, so a kernel compiled with one set is never served where it is not.
-LOWERING_SWITCHES = ("PHOBOS_PREFETCH", "PHOBOS_RING", "PHOBOS_STAGES", "PHOBOS_SWIZZLE")
+LOWERING_SWITCHES = (
+    "PHOBOS_PREFETCH",
+    "PHOBOS_RING",
+    "PHOBOS_STAGES",
+    "PHOBOS_SWIZZLE",
+    "PHOBOS_WGMMA",
+)
 
 
 def entry_key(

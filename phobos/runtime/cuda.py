@@ -389,6 +389,13 @@ class Device:
         return f"sm_{self.properties.major}{self.properties.minor}"
 
     @property
+    def target(self) -> str:
+        """The chip Phobos compiles for on this device: its arch-specific target where
+        Phobos has one (`sm_90a` on 9.0, for wgmma and setmaxnreg; PTX for it runs on
+        that compute capability alone), else `chip`."""
+        return "sm_90a" if self.chip == "sm_90" else self.chip
+
+    @property
     def sm_count(self) -> int:
         return self.properties.sm_count
 

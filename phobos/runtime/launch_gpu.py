@@ -291,7 +291,8 @@ class GpuKernel:
         )
 
     def key_for(self, device: cuda.Device) -> Key:
-        """The cache entry of this kernel's cubin for `device`'s chip.
+        """The cache entry of this kernel's cubin for `device`'s chip (its arch-specific
+        `target` where the PTX was written for that).
 
         Addressed by the PTX itself (with the compiler, chip and variant), never by the
         contract's own `cache_key` alone: a contract paired with other PTX must not
@@ -299,7 +300,10 @@ class GpuKernel:
         """
         c = self.contract
         return entry_key(
-            self._ptx_sha, c.fingerprint or compiler_fingerprint(), device.chip, c.variant
+            self._ptx_sha,
+            c.fingerprint or compiler_fingerprint(),
+            device.target if c.chip == device.target else device.chip,
+            c.variant,
         )
 
     def launch(self, grid: Any, args: Sequence[Any], stream: Any = None, shared=None):

@@ -24,15 +24,16 @@ from phobos.runtime import assemble, cuda
 from phobos.runtime.cache import Entry, KernelCache, Key
 
 
-def link(ptx: str | bytes, device: cuda.Device) -> bytes | None:
-    """The cubin of `ptx` for `device`'s chip, assembled as a whole program by the
-    toolkit's `ptxas`; None when there is no `ptxas` this driver can load the output of
-    (the driver then compiles the PTX as `Module.load` loads it)."""
+def link(ptx: str | bytes, device: cuda.Device, chip: str | None = None) -> bytes | None:
+    """The cubin of `ptx` for `chip` (`device`'s own by default; its arch-specific
+    `target` for PTX written for that), assembled as a whole program by the toolkit's
+    `ptxas`; None when there is no `ptxas` this driver can load the output of (the
+    driver then compiles the PTX as `Module.load` loads it)."""
     tool = assemble.usable_ptxas(cuda.driver_version())
     if tool is None:
         return None
     data = ptx.encode() if isinstance(ptx, str) else ptx
-    return assemble.assemble(data, device.chip, tool)
+    return assemble.assemble(data, chip or device.chip, tool)
 
 
 def load_image(ptx: str, cubin: bytes | None) -> bytes:
@@ -155,9 +156,10 @@ def load_kernel(
     """Load the kernel whose cache entry is `key` on `device`: the cached cubin when
     the cache has a valid one, else `ptx` assembled now and stored with `contract_json`
     (the PTX alone when there is no `ptxas`: the driver compiles it at each load).
-    `key.chip` must be the device's chip: a cubin runs on the chip it was assembled for.
+    `key.chip` must be the device's chip or its `target`: a cubin runs on the chip it
+    was assembled for.
     """
-    if key.chip != device.chip:
+    if key.chip not in (device.chip, device.target):
         raise ValueError(
             f"the cache key is for {key.chip}, but device {device.ordinal} is {device.chip}"
         )
@@ -165,6 +167,6 @@ def load_kernel(
     entry = cache.get(key)
     if entry is not None and entry.cubin is not None:
         return Loaded(_load(ptx, entry.cubin, device), entry, True)
-    cubin = link(ptx, device)
+    cubin = link(ptx, device, key.chip)
     entry = cache.put(key, ptx, cubin, contract_json)
     return Loaded(_load(ptx, cubin, device), entry, False)

@@ -169,7 +169,7 @@ class CudaBackend:
                 "(`kernel.tune(grid, *args, reference=f)`), or set PHOBOS_TUNE=0 to take each "
                 "constant's first choice"
             )
-        self.chip = self.device.chip
+        self.chip = self.device.target  # what a launch compiles for (sm_90a on an H200)
         self.card = self.device.name
         self.dims = dict(bound.dims)
         self.args = tuple(args)

@@ -89,8 +89,8 @@ def test_each_device_compiles_ptx_for_its_own_chip(driver):
     k[(1,)](Dev(256, 0x10000), 2.0)
     assert compiled_targets(driver) == ["sm_80"]
     k[(1,)](Dev(256, 0x20000), 2.0)
-    assert compiled_targets(driver) == ["sm_80", "sm_90"]
-    assert sorted(k._gpu[()]) == ["sm_80", "sm_90"]
+    assert compiled_targets(driver) == ["sm_80", "sm_90a"]  # 9.0 compiles for sm_90a
+    assert sorted(k._gpu[()]) == ["sm_80", "sm_90a"]
     assert [launch["function"] for launch in driver.launches] == [0x3000, 0x3000]
 
 
@@ -107,7 +107,7 @@ def test_torch_like_arrays_on_two_chips_both_keep_the_fast_path(driver, monkeypa
         k[(1,)](TorchLike(256, 0x10000, 1), 1.0)
         k[(1,)](TorchLike(256, 0x20000, 0), 1.0)
     assert len(binds) == 2  # once per device: later launches take their plans
-    assert compiled_targets(driver) == ["sm_80", "sm_90"]
+    assert compiled_targets(driver) == ["sm_80", "sm_90a"]  # 9.0 compiles for sm_90a
     assert len(driver.launches) == 6
     # the driver is asked an array's device only by the two whole-path bindings
     assert driver.names().count("cuPointerGetAttribute") == 2

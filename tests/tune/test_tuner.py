@@ -183,8 +183,9 @@ def test_a_launch_takes_the_stored_winner_for_its_key(arrays):
     view = seeded.variant(V=1)
     run(view, arrays, HostBackend(view, arrays, times=fastest({"V=1,BLOCK=1024": 0.1})))
 
-    class Card:
-        chip, name = "sm_90", "Fake GPU"
+    class Card:  # what a launch compiles for: the chip the host backend tuned for
+        chip = target = "sm_90"
+        name = "Fake GPU"
 
     assert seeded._stored_winner(Card(), {"N": N}, {}) == {"V": 1, "BLOCK": 1024}
     assert seeded._stored_winner(Card(), {"N": N}, {"BLOCK": 256}) == {"V": 1, "BLOCK": 256}
