@@ -43,13 +43,13 @@ from phobos.interp.threads_strands import Scheduler
 from phobos.lower import lir
 
 
-def uses_strands(kernel: lir.Kernel) -> bool:
-    """Whether `kernel` synchronises by mbarriers or named barriers (so runs as strands)."""
+def any_inst(kernel: lir.Kernel, test) -> bool:
+    """Whether an instruction anywhere in `kernel` (in every arm and loop) meets `test`."""
 
     def walk(block: lir.Block) -> bool:
         for item in block.items:
             if isinstance(item, lir.Inst):
-                if item.op in lir.HOPPER or (item.op == "bar" and len(item.srcs) > 1):
+                if test(item):
                     return True
             elif isinstance(item, lir.If):
                 if walk(item.then) or (item.orelse is not None and walk(item.orelse)):
@@ -59,6 +59,16 @@ def uses_strands(kernel: lir.Kernel) -> bool:
         return False
 
     return walk(kernel.body)
+
+
+# wgmma synchronises a warpgroup by itself (`threads_wgmma`): no strands for it
+WGMMA_OPS = {"wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait", "wgmma_desc"}
+
+
+def uses_strands(kernel: lir.Kernel) -> bool:
+    """Whether `kernel` synchronises by mbarriers or named barriers (so runs as strands)."""
+    return any_inst(kernel, lambda i: (i.op in lir.HOPPER and i.op not in WGMMA_OPS)
+                    or (i.op == "bar" and len(i.srcs) > 1))  # fmt: skip
 
 
 @dataclass

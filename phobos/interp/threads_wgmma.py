@@ -38,30 +38,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from phobos.interp.errors import InterpError
+from phobos.interp.threads_hopper import WGMMA_OPS, any_inst
 from phobos.interp.threads_memory import gather
 from phobos.interp.threads_tensor import unpack
 from phobos.lower import lir
 from phobos.lower.warpgroup import WARPGROUP, Descriptor, a_place, acc_place, address
 
-_WGMMA = {"wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait", "wgmma_desc"}
-
 
 def uses_wgmma(kernel: lir.Kernel) -> bool:
     """Whether `kernel` issues a wgmma (its registers are then watched)."""
-
-    def walk(block: lir.Block) -> bool:
-        for item in block.items:
-            if isinstance(item, lir.Inst):
-                if item.op in _WGMMA:
-                    return True
-            elif isinstance(item, lir.If):
-                if walk(item.then) or (item.orelse is not None and walk(item.orelse)):
-                    return True
-            elif isinstance(item, (lir.For, lir.Loop)) and walk(item.body):
-                return True
-        return False
-
-    return walk(kernel.body)
+    return any_inst(kernel, lambda i: i.op in WGMMA_OPS)
 
 
 @dataclass

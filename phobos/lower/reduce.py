@@ -285,8 +285,10 @@ def row_reduction(lw, e: hir.Builtin, target) -> None:
         first = b.once(("lanegroup0", tpr), lambda: b.op(
             "setp", "pred", b.op("and", "b32", lw.sreg("tid.x"), Imm(tpr - 1, "b32"),
                                  dest_type="u32"), Imm(0, "u32"), cmp="eq", type="u32"))  # fmt: skip
-        results = [scalars.convert(b, v, acc_t, out_t) for v in folded]
-        _write_lane_rows(lw, target, pts, results, first, e)
+        rows = [(p.coords[0], scalars.convert(b, v, acc_t, out_t),
+                 first if p.valid is None else b.op("and", "pred", first, p.valid))
+                for p, v in zip(pts, folded, strict=True)]  # fmt: skip
+        _write_lane_rows(lw, target, rows, e)
         return
     raise NotLowered(
         f"`{name}` over a [{R}, {C}] tile with {T} threads",
@@ -327,20 +329,8 @@ def _accumulator_rows(lw, e, target, lay: MmaAcc, sw, op: str, types) -> None:
     first = b.once(("lanegroup0", 4), lambda: b.op(
         "setp", "pred", b.op("and", "b32", lw.sreg("tid.x"), Imm(3, "b32"), dest_type="u32"),
         Imm(0, "u32"), cmp="eq", type="u32"))  # fmt: skip
-    tile = _target_tile(lw, target)
-    if tile is not None and tile.place != "shared":
-        raise NotLowered(f"`{e.name}` into a register tile of several rows", e.span)
-    from phobos.lower import memory
-
-    acc = tile.access() if tile is not None else memory.resolve(lw, target)
-    if acc.space == "shared":
-        lw.tracker.access(acc.buffer, "write", None)
-    out = Sweeper(lw, tuple(target.type.dims), 1)
-    state = State()
-    for dr, v in folded.items():
-        q = Point(tuple(target.type.dims), (row_of[dr], (Imm(0, lw.idx), 0)), 1, first, None,
-                  state, None)  # fmt: skip
-        out.store(acc, q, [scalars.convert(b, v, acc_t, out_t)])
+    rows = [(row_of[dr], scalars.convert(b, v, acc_t, out_t), first) for dr, v in folded.items()]
+    _write_lane_rows(lw, target, rows, e)
 
 
 def _target_tile(lw, target):
@@ -371,10 +361,11 @@ def _write_rows(lw, target, result, e) -> None:
         sw.store(acc, p, [v])
 
 
-def _write_lane_rows(lw, target, pts, results, first, e) -> None:
+def _write_lane_rows(lw, target, rows, e) -> None:
+    """Store each (row coordinate, value, guard) of `rows` in column 0 of `target`, a
+    shared tile or a tensor: the lanes a guard names hold their rows' results."""
     from phobos.lower import memory
 
-    b = lw.b
     tile = _target_tile(lw, target)
     if tile is not None and tile.place != "shared":
         raise NotLowered(f"`{e.name}` into a register tile of several rows", e.span)
@@ -383,9 +374,8 @@ def _write_lane_rows(lw, target, pts, results, first, e) -> None:
         lw.tracker.access(acc.buffer, "write", None)
     sw = Sweeper(lw, tuple(target.type.dims), 1)
     state = State()
-    for p, v in zip(pts, results, strict=True):
-        guard = first if p.valid is None else b.op("and", "pred", first, p.valid)
-        q = Point(tuple(target.type.dims), (p.coords[0], (Imm(0, lw.idx), 0)), 1, guard, None,
+    for coord, v, guard in rows:
+        q = Point(tuple(target.type.dims), (coord, (Imm(0, lw.idx), 0)), 1, guard, None,
                   state, None)  # fmt: skip
         sw.store(acc, q, [v])
 

@@ -47,11 +47,13 @@ def target_for(device) -> str:
     return device.chip if device.chip in TARGETS else ("sm_90" if sm >= 90 else "sm_80")
 
 
-def on_card(case: tensorkit.Case, arrays: dict, device, to_device) -> dict:
-    """Run `case`'s kernel on `arrays` (by parameter name); its outputs, copied back."""
+def on_card(case, arrays: dict, device, to_device, chip: str | None = None) -> dict:
+    """Run `case`'s kernel on `arrays` (by parameter name), its PTX for `chip` (the
+    device's own by default); its outputs, copied back."""
     k = case.kernel()
-    ptx = emit_module([k], target_for(device))
-    module = Module.load(load_image(ptx, link(ptx, device)), device)
+    chip = chip or target_for(device)
+    ptx = emit_module([k], chip)
+    module = Module.load(load_image(ptx, link(ptx, device, chip)), device)
     function = module.function(k.name)
     on = {name: to_device(np.ascontiguousarray(a)) for name, a in arrays.items()}
     slots = [ctypes.c_uint64(on[p.name].ptr) for p in k.params]

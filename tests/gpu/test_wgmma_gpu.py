@@ -6,13 +6,12 @@ here as a wrong product."""
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_fragments_gpu import _MISSING
+from test_fragments_gpu import _MISSING, on_card
 
 if _MISSING:
     pytest.skip(_MISSING, allow_module_level=True)
@@ -22,10 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "interp")
 import tensorkit  # noqa: E402
 import wgmmakit  # noqa: E402
 
-from phobos.ptx import emit_module  # noqa: E402
-from phobos.runtime import assemble, cuda  # noqa: E402
-from phobos.runtime.module import Module, load_image  # noqa: E402
-
 
 @pytest.mark.parametrize("case", wgmmakit.CASES, ids=lambda c: c.name)
 @pytest.mark.parametrize("seed", [0, 1])
@@ -33,16 +28,5 @@ def test_wgmma_computes_numpys_product_on_the_card(case, seed, device, to_device
     if not device.chip.startswith("sm_90"):
         pytest.skip(f"wgmma needs sm_90a; this device is {device.chip}")
     arrays, want = case.inputs(np.random.default_rng(seed))
-    k = case.kernel()
-    ptx = emit_module([k], "sm_90a")
-    tool = assemble.usable_ptxas(cuda.driver_version())
-    cubin = None if tool is None else assemble.assemble(ptx.encode(), "sm_90a", tool)
-    module = Module.load(load_image(ptx, cubin), device)
-    function = module.function(k.name)
-    on = {name: to_device(np.ascontiguousarray(a)) for name, a in arrays.items()}
-    slots = [ctypes.c_uint64(on[p.name].ptr) for p in k.params]
-    params = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(v) for v in slots))
-    cuda.launch_kernel(function.handle, (case.grid, 1, 1), (case.threads, 1, 1), 0, 0, params)
-    device.synchronize()
-    got = {name: on[name].get() for name in case.outputs}
+    got = on_card(case, arrays, device, to_device, chip="sm_90a")
     tensorkit.agree(case, got, want, card=True)
