@@ -1041,11 +1041,7 @@ class _Planner:
             row = rows[-1] * BYTES[elem]
             if len(rows) != 2 or not swizzle.swizzles(row) or x.sym in self.flat_read:
                 return f"`{x.sym.name}`'s rows of {row} bytes are not a power of two of 32 or more"
-            refs = sum(1 for node in _walk(self.body) if isinstance(node, hir.Ref)
-                       and node.sym is x.sym)  # fmt: skip
-            reads = sum(1 for d, _, _ in self.dots for y in d.args
-                        if isinstance(y, hir.Ref) and y.sym is x.sym)  # fmt: skip
-            if refs != reads:
+            if not self.only_operand(x.sym):
                 return f"`{x.sym.name}` is read by more than products"
         return None
 
@@ -1122,6 +1118,15 @@ class _Planner:
         return {x.sym for e, _, _ in self.dots if self.paths.get(e.label, ("fma",))[0]
                 .startswith(prefixes) for x in e.args if isinstance(x, hir.Ref)}  # fmt: skip
 
+    def only_operand(self, sym, paths=None) -> bool:
+        """Whether every reference to the tile `sym` is a whole operand of a product (of
+        one on a path starting with one of `paths`, where given)."""
+        refs = sum(1 for n in _walk(self.body) if isinstance(n, hir.Ref) and n.sym is sym)
+        whole = sum(1 for e, _, _ in self.dots
+                    if paths is None or self.paths.get(e.label, ("fma",))[0].startswith(paths)
+                    for x in e.args if isinstance(x, hir.Ref) and x.sym is sym)  # fmt: skip
+        return refs == whole
+
     def wgmma_operands(self) -> set:
         """The tiles only products on wgmma read: stored as wgmma's canonical layouts."""
         return self.mma_operands(("wgmma.",)) - self.mma_operands(("mma.",))
@@ -1140,11 +1145,7 @@ class _Planner:
             or sym not in self.mma_operands()
         ):
             return None  # fmt: skip
-        refs = sum(1 for n in _walk(self.body) if isinstance(n, hir.Ref) and n.sym is sym)
-        whole = sum(1 for e, _, _ in self.dots
-                    if self.paths.get(e.label, ("fma",))[0].startswith(("mma.", "wgmma."))
-                    for x in e.args if isinstance(x, hir.Ref) and x.sym is sym)  # fmt: skip
-        if refs != whole:
+        if not self.only_operand(sym, ("mma.", "wgmma.")):
             return None
         log.debug("mma operand `%s`: rows of %d bytes, their 16-byte chunks XOR-swizzled "
                   "for ldmatrix", sym.name, row)  # fmt: skip
