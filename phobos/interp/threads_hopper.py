@@ -12,6 +12,10 @@ true when the phase of parity `p` has completed, that is when the count of compl
 phases has the other parity (so a wait for parity 1 on a fresh mbarrier passes, as on
 the card: it names the phase before the first).
 
+A TMA load (`tma_load`) is a bulk copy of its tensor map's box (`lir.Kernel.maps`, the
+tensor and extents read from the launch's parameters), elements past the tensor 0, its
+16-byte chunks placed by the map's swizzle at their shared addresses (`swizzled`).
+
 `cp_async_bulk` reads its source when issued and lands at the latest moment the ISA
 allows: when a thread waits on its mbarrier and the phase could not complete otherwise.
 Until then its bytes are in flight, and with `check_races` an access to them is an
@@ -41,6 +45,7 @@ from phobos.interp.errors import InterpError
 from phobos.interp.threads_memory import gather, scatter
 from phobos.interp.threads_strands import Scheduler
 from phobos.lower import lir
+from phobos.lower.types import BYTES
 
 
 def any_inst(kernel: lir.Kernel, test) -> bool:
@@ -59,6 +64,25 @@ def any_inst(kernel: lir.Kernel, test) -> bool:
         return False
 
     return walk(kernel.body)
+
+
+TMAP_BASE = 0x7E00_0000_0000  # the addresses `tmap_addr` gives the kernel's tensor maps
+SPANS = {"128B": 128, "64B": 64, "32B": 32}
+
+
+def swizzled(offsets, mode: str):
+    """Shared offsets moved by a TMA swizzle: for a span of W bytes, the 16-byte chunk
+    bits 4 on are XORed with bits 7 on, as many bits as W has chunks (PTX ISA, "Tensor
+    copies: swizzling modes"); `none` moves nothing.
+
+        >>> swizzled(np.array([0, 16, 128, 144, 1040, 1168]), "128B").tolist()
+        [0, 16, 144, 128, 1040, 1152]
+    """
+    offsets = np.asarray(offsets, np.int64)
+    if mode == "none":
+        return offsets
+    mask = SPANS[mode] // 16 - 1
+    return offsets ^ (((offsets >> 7) & mask) << 4)
 
 
 # wgmma synchronises a warpgroup by itself (`threads_wgmma`): no strands for it
@@ -244,6 +268,70 @@ class HopperOps:
             if self.launch.recorder is not None:
                 self.launch.recorder.bulk_issued(i, t, d, n)
             self.bulks.append(Bulk(i, t, d, data, b))
+
+    # -- TMA: tensor maps and their copies -----------------------------------
+
+    def do_tmap_addr(self, i: lir.Inst, mask) -> None:
+        names = [m.name for m in self.kernel.maps]
+        address = TMAP_BASE + 128 * names.index(i.attr("map"))
+        self.write(i.dests[0], np.full(self.T, address, np.uint64), "u64", mask)
+
+    def _tmap(self, thread: int, address: int) -> lir.TensorMap:
+        j, off = divmod(address - TMAP_BASE, 128)
+        if off or not 0 <= j < len(self.kernel.maps):
+            raise InterpError(f"thread {thread}: a TMA load names {address:#x}, not a tensor "
+                              "map's address (`tmap_addr`)")  # fmt: skip
+        return self.kernel.maps[j]
+
+    def do_tma_load(self, i: lir.Inst, mask) -> None:
+        threads, dst = self._hop_where(i, mask)
+        maps = self.value(i.srcs[1], "u64")[threads]
+        xs = self.value(i.srcs[2], "s32")[threads].astype(np.int64)
+        ys = self.value(i.srcs[3], "s32")[threads].astype(np.int64)
+        bars = self.value(i.srcs[4], "u32")[threads].astype(np.int64)
+        for t, d, a, x, y, b in zip(
+            *(v.tolist() for v in (threads, dst, maps, xs, ys, bars)), strict=True
+        ):
+            m = self._tmap(t, int(a))
+            n = m.box[0] * m.box[1] * BYTES[m.elem]
+            if d % 128:
+                raise InterpError(f"thread {t}: a TMA load writes shared offset {d}, which is "
+                                  "not 128-byte aligned")  # fmt: skip
+            if d + n > self.smem.size:
+                raise InterpError(f"thread {t}: a TMA load of {n} bytes to shared offset {d} "
+                                  f"ends past the {self.smem.size} bytes of shared memory")  # fmt: skip
+            self._mbar(i, t, b)
+            box = self._box(t, m, x, y)
+            data = np.zeros(n, np.uint8)
+            data[swizzled(d + np.arange(n), m.swizzle) - d] = box
+            if self.launch.recorder is not None:
+                self.launch.recorder.bulk_issued(i, t, d, n)
+            self.bulks.append(Bulk(i, t, d, data, b))
+
+    def _box(self, thread: int, m: lir.TensorMap, x: int, y: int) -> np.ndarray:
+        """The bytes of `m`'s box at column `x`, row `y`, row-major, 0 past the tensor."""
+        size = BYTES[m.elem]
+        rows, cols = (d if isinstance(d, int) else int(self.launch.params[d]) for d in m.dims)
+        base = int(self.launch.params[m.tensor])
+        if base % 16 or (cols * size) % 16:
+            raise InterpError(f"thread {thread}: tensor map `{m.name}` of `{m.tensor}` needs a "
+                              "16-byte aligned base and rows a multiple of 16 bytes, not "
+                              f"{base:#x} and {cols * size} bytes")  # fmt: skip
+        memory = self.launch.memory
+        whole = rows * cols * size
+        index, offset, ok = memory.locate(np.array([base], np.uint64), whole)
+        if whole and not ok.all():
+            raise InterpError(f"thread {thread}: tensor map `{m.name}` covers "
+                              f"{memory.describe(base, whole)}")  # fmt: skip
+        tensor = memory.buffers[int(index[0])].data[int(offset[0]) : int(offset[0]) + whole]
+        tensor = tensor.reshape(rows, cols * size)
+        out = np.zeros((m.box[0], m.box[1] * size), np.uint8)
+        r0, r1 = max(y, 0), min(y + m.box[0], rows)
+        c0, c1 = max(x, 0), min(x + m.box[1], cols)
+        if r0 < r1 and c0 < c1:
+            out[r0 - y : r1 - y, (c0 - x) * size : (c1 - x) * size] = \
+                tensor[r0:r1, c0 * size : c1 * size]  # fmt: skip
+        return out.reshape(-1)
 
     def _land(self, bar_offset: int) -> None:
         """Land every bulk copy completing on the mbarrier at `bar_offset`, in issue order."""

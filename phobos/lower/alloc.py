@@ -16,6 +16,7 @@ from __future__ import annotations
 from phobos.lower.lir import SharedBuffer
 
 STATIC_LIMIT = 48 * 1024  # SPEC.md: static shared memory is capped at 48 KB
+DYNAMIC_LIMIT = 227 * 1024  # the most a CTA of sm_90 may take (its opt-in maximum)
 ALIGN = 16
 
 

@@ -88,6 +88,9 @@ class Lowering:
         self.widened: dict = {}  # label of a slice -> its widths (`widths.slice_vec`)
         self.whole_tiles: dict = {}  # loop Sym -> (extent register, step): `phobos.lower.loopsplit`
         self.prefetch = None  # the innermost loop's `phobos.lower.prefetch.Prefetcher`
+        self.maps: list[lir.TensorMap] = []  # TMA tensor maps (`phobos.lower.tma`)
+        self.async_written: set[str] = set()  # buffers a TMA ring writes, while it turns
+        self.wgmma_pending = 0  # wgmma groups a product leaves in flight (a TMA ring's lag - 1)
         variant = dict(k.variant)
         aligned = getattr(k.attrs, "aligned", None) or {}
         self.aligned = {
@@ -451,7 +454,9 @@ class Lowering:
         varying = max(s.lo.uni, s.hi.uni, getattr(s.step, "uni", hir.UNIFORM)) != hir.UNIFORM
         with self.prefetching(s, lo, hi, step, varying) as ring:
             body = self.loop_body(s.body, varying, ring)
-        b.add(lir.For(var, lo, hi, step, body, span=s.span))
+            b.add(lir.For(var, lo, hi, step, body, span=s.span))
+            if ring is not None and hasattr(ring, "after"):
+                ring.after()
 
     def loop_body(self, body: hir.Block, varying: bool, ring=None) -> lir.Block:
         """A loop's body lowered as one turn: opened and closed by its cp.async ring."""
@@ -473,12 +478,13 @@ class Lowering:
         `bottom` open and close each turn) or None."""
         from phobos.lower.pipeline import Ring
         from phobos.lower.prefetch import Prefetcher
+        from phobos.lower.tma import TmaRing
 
         saved = self.prefetch
         pre = ring = None
         wanted = os.environ.get("PHOBOS_PREFETCH", "1") != "0"  # off: to measure its gain
         if not varying and isinstance(step, Imm) and int(step.value) > 0:
-            ring = Ring(self, s, hi, int(step.value))
+            ring = TmaRing(self, s, hi, int(step.value)) or Ring(self, s, hi, int(step.value))
             if ring:
                 ring.prologue(lo)
                 pre = ring

@@ -150,6 +150,10 @@ TENSOR = {"ldmatrix", "mma", "wmma_load", "wmma_mma", "wmma_store"}
 # `fence_mbarrier_init` makes the inits visible to the async proxy.
 # `cp_async_bulk %sdst, %gsrc, %size, %bar` copies `size` bytes (a multiple of 16) from
 # global to shared memory, completing that many transaction bytes on `%bar`.
+# `%m = tmap_addr  [map=A_tmap]` is the generic address (u64) of the kernel's tensor map
+# `A_tmap` (`Kernel.maps`); `tma_load %sdst, %m, %x, %y, %bar` copies the map's box whose
+# first element is column `x`, row `y` (s32, elements; past the tensor reads 0) to shared
+# offset `%sdst` in the map's swizzle, completing the box's bytes on `%bar`.
 # `%p[, %lane] = elect_sync` is true in one lane of the warp; `setmaxnreg  [action=inc,
 # regs=240]` moves registers between warpgroups (sm_90a).
 # Warpgroup matrix multiply-accumulate (sm_90a; `phobos.lower.warpgroup` has the layouts):
@@ -166,7 +170,8 @@ TENSOR = {"ldmatrix", "mma", "wmma_load", "wmma_mma", "wmma_store"}
 # (`fence.shared  [proxy=async]` orders generic shared-memory writes before the async
 # proxy's reads: a wgmma's operands, a bulk copy's.)
 HOPPER = {"mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
-          "mbarrier_try_wait_parity", "fence_mbarrier_init", "cp_async_bulk", "elect_sync",
+          "mbarrier_try_wait_parity", "fence_mbarrier_init", "cp_async_bulk", "tmap_addr",
+          "tma_load", "elect_sync",
           "setmaxnreg", "wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait",
           "wgmma_desc"}  # fmt: skip
 
@@ -304,6 +309,29 @@ class Param:
 
 
 @dataclass(frozen=True)
+class TensorMap:
+    """A TMA tensor map the kernel reads a 2-D tensor parameter through (sm_90).
+
+    The launcher encodes it (`cuTensorMapEncodeTiled`) from the tensor's base and
+    extents and passes its 128 bytes as the `.param .align 64 .b8 name[128]` slot after
+    the extents; `tmap_addr [map=name]` is its generic address. `dims` are the tensor's
+    [rows, cols] (an int, or the name of an extent parameter), row-major and contiguous,
+    so a row's pitch is `cols` elements; `box` is the [rows, cols] a copy moves, `swizzle`
+    its layout in shared memory (128B, 64B, 32B or none); elements past the tensor read 0.
+
+        >>> TensorMap("A_tmap", "A", "f16", ("M", "K"), (128, 64), "128B").box
+        (128, 64)
+    """
+
+    name: str
+    tensor: str
+    elem: str
+    dims: tuple[int | str, int | str]
+    box: tuple[int, int]
+    swizzle: str = "128B"
+
+
+@dataclass(frozen=True)
 class SharedBuffer:
     """A named window of the kernel's shared memory: `size` bytes at `offset`."""
 
@@ -332,6 +360,7 @@ class Kernel:
     min_blocks: int | None = None
     max_regs: int | None = None
     index_width: int = 32
+    maps: tuple[TensorMap, ...] = ()  # TMA tensor maps, slots after the params
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
@@ -444,6 +473,10 @@ def print_kernel(kernel: Kernel) -> str:
     lines = [head + " {"]
     for buf in kernel.shared:
         lines.append(f"  shared {buf.name} @{buf.offset} size={buf.size} align={buf.align}")
+    for m in kernel.maps:
+        dims = ", ".join(str(d) for d in m.dims)
+        lines.append(f"  tmap {m.name} = {m.tensor} {m.elem} [{dims}] "
+                     f"box=[{m.box[0]}, {m.box[1]}] swizzle={m.swizzle}")  # fmt: skip
     param_names = {p.name for p in kernel.params}
     for name, type_ in registers(kernel).items():
         if name not in param_names:

@@ -164,12 +164,20 @@ def parse_kernel(text: str) -> lir.Kernel:
         key, _, value = word.partition("=")
         opts[key] = int(value) if value else True
     shared = []
+    maps: list[lir.TensorMap] = []
     pos = 1
     while pos < len(lines):
         n, line = lines[pos]
         sm = re.fullmatch(r"shared (\w+) @(\d+) size=(\d+) align=(\d+)", line)
         rm = re.fullmatch(r"reg %(\w+): (\w+)", line)
-        if sm:
+        tm = re.fullmatch(r"tmap (\w+) = (\w+) (\w+) \[(\w+), (\w+)\] "
+                          r"box=\[(\d+), (\d+)\] swizzle=(\w+)", line)  # fmt: skip
+        if tm:
+            dims = tuple(int(d) if d.isdigit() else d for d in tm.group(4, 5))
+            box = (int(tm.group(6)), int(tm.group(7)))
+            maps.append(lir.TensorMap(tm.group(1), tm.group(2), tm.group(3), dims, box,
+                                      tm.group(8)))  # fmt: skip
+        elif sm:
             shared.append(lir.SharedBuffer(sm.group(1), *map(int, sm.group(2, 3, 4))))
         elif rm:
             types[rm.group(1)] = rm.group(2)
@@ -228,4 +236,5 @@ def parse_kernel(text: str) -> lir.Kernel:
         min_blocks=opts.get("min_blocks"),
         max_regs=opts.get("max_regs"),
         index_width=opts.get("index", 32),
+        maps=tuple(maps),
     )

@@ -43,6 +43,7 @@ from phobos.lower import lir, scalars
 from phobos.lower.builder import isub
 from phobos.lower.hirwalk import walk as _walk
 from phobos.lower.lir import Imm, Reg
+from phobos.lower.tma import staged_by_tma
 from phobos.lower.types import REG, elem_of
 from phobos.lower.unroll import _escapes
 from phobos.sema import hir
@@ -98,6 +99,8 @@ def split_reason(lw, s: hir.For) -> str | None:
     dim = s.hi.sym.name
     if dim in lw.aligned:
         return f"`{dim}` is @aligned: no masks to remove"
+    if staged_by_tma(lw, s):
+        return "its tiles are staged by TMA, which reads zeros past the tensor's edges"
     if dim not in lw.dims:
         return f"the extent `{dim}` is not a parameter"
     if not _spans(s, dim, step):
@@ -129,9 +132,11 @@ def lower_split(lw, s: hir.For) -> bool:
     try:
         with lw.prefetching(s, lo, whole_hi, Imm(step, t), _varying(s)) as ring:
             body = lw.loop_body(s.body, _varying(s), ring)
+            b.add(lir.For(var, lo, whole_hi, Imm(step, t), body, span=s.span))
+            if ring is not None and hasattr(ring, "after"):
+                ring.after()
     finally:
         del lw.whole_tiles[s.var]
-    b.add(lir.For(var, lo, whole_hi, Imm(step, t), body, span=s.span))
     span_rem = _rem(lw, isub(b, t, hi, lo), step, t)
     start = isub(b, t, hi, span_rem)
     if isinstance(start, Imm):

@@ -85,6 +85,7 @@ def _generate(lw, made: dict[str, Any]) -> lir.Kernel:
         min_blocks=getattr(launch, "min_blocks", None),
         max_regs=getattr(launch, "max_regs", None),
         index_width=k.index_width,
+        maps=tuple(lw.maps),
         span=k.span,
     )
 

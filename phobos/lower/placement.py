@@ -46,6 +46,7 @@ from phobos.lower.hirwalk import walk as _walk
 from phobos.lower.kinds import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, max_vec
 from phobos.lower.layout import Blocked, MmaAcc, Sweep
 from phobos.lower.lir import Imm, SharedBuffer
+from phobos.lower.options import TMA
 from phobos.lower.types import BYTES, elem_of
 from phobos.lower.widths import PACKED, expr_vec, max_vec_for, memory_elems, proven, slice_vec
 from phobos.sema import hir
@@ -79,6 +80,7 @@ class Tile:
     micro: tuple[int, int] | None = None  # (tm, tn): a product's `Blocked` register layout
     mma: tuple[int, int] | None = None  # (warps_m, warps_n): a tensor-core product's `MmaAcc`
     stages: int = 1  # buffers of `nbytes` each: 2 to `MAX_STAGES` for a loop's cp.async ring
+    tma: bool = False  # its ring's stages are written by TMA loads (`phobos.lower.tma`)
     base: object = None  # while a ring turns: the register holding this turn's stage
 
     @property
@@ -147,6 +149,7 @@ class Plan:
     widened: dict = field(default_factory=dict)
     slots: tuple = ()  # the scratch's slots (views of its bytes), taken in turn
     exchanges: int = 0  # CTA exchanges lowered so far
+    mbarriers: SharedBuffer | None = None  # a TMA ring's: one 8-byte word a stage
 
     def next_slot(self) -> SharedBuffer:
         """The scratch slot of the next CTA exchange: consecutive exchanges alternate
@@ -371,6 +374,7 @@ class _Planner:
         self.products: set = set()  # tiles a `dot`/`dot_t` writes
         self.rings: dict = {}  # staging tile Sym -> (statement, loop's first, last statement)
         self.depth = ring_depth()  # the stages a ring gets; fewer where they do not fit
+        self.deepened = False  # whether a TMA ring took `TMA_STAGES`
         self.dots: list = []  # (the `dot` node, its target's Sym, under a varying branch)
         self.varying = 0  # branches open whose condition may differ within a warp
         self.paths: dict = {}  # label of a `dot` -> (path, why): `tensor_cores`
@@ -783,6 +787,10 @@ class _Planner:
                     # The next turn's copies are in flight through the whole turn: the
                     # ring's bytes are live from the loop's first statement to its last.
                     _, first, last = self.rings[sym]
+                    why = self.tma_refusal(sym, tile) if wide else "not a wgmma operand"
+                    tile.tma = why is None
+                    if why is not None and lw.chip == "sm_90a":
+                        log.debug("`%s` staged by cp.async, not TMA: %s", sym.name, why)
                 # A swizzle keeps its XOR inside the tile's own 128-byte lines; WMMA's
                 # loads and stores take 32-byte aligned rows.
                 align = (swizzle.LINE,) if tile.swizzle else (32,) if sym in self.wmma_tiles else ()
@@ -813,15 +821,39 @@ class _Planner:
                                  if isinstance(plan.layouts.get(v.label), MmaAcc)}  # fmt: skip
         staged = shape_ops.stage_requests(self, lambda node: self.sweeps[_label(node)].vec)
         names += [r[1:] for r in staged]
+        # A loop's ring is TMA's whole or not at all: one ring of stages turns per loop.
+        loops: dict = {}
+        for sym, (_, start, end) in self.rings.items():
+            if sym in plan.tiles and plan.tiles[sym].stages >= 2:
+                loops.setdefault((start, end), []).append(plan.tiles[sym])
+        for tiles in loops.values():
+            if not all(t.tma for t in tiles):
+                for t in tiles:
+                    t.tma = False
+        tma = [r[0] for r in requests if plan.tiles[r[0]].tma]
         if exchange:
             names.append(("scratch", slot * turns, 0, self.n + 1))
+        if tma:  # each stage's mbarrier, live through the kernel (never initialised twice)
+            names.append(("mbarriers", 8 * self.depth, 0, self.n + 1, 8))
         buffers, total = alloc.allocate(names)
+        if tma:
+            plan.mbarriers = buffers[-1]
+            if self.depth < TMA_STAGES and not self.deepened and "PHOBOS_STAGES" not in os.environ:
+                # A TMA ring keeps a wgmma group in flight: its stages run L = 2 turns
+                # behind, so it takes more of them to keep loads ahead (`tma`).
+                self.depth, self.deepened = TMA_STAGES, True
+                return self.decide()
+            if total > alloc.DYNAMIC_LIMIT and self.depth > 2:
+                log.debug("a %d-stage TMA ring needs %d bytes of shared memory, more than %d",
+                          self.depth, total, alloc.DYNAMIC_LIMIT)  # fmt: skip
+                self.depth -= 1
+                return self.decide()
         for (key, *_), buf in zip(staged, buffers[len(requests) :], strict=False):
             plan.stages[key] = buf
         for (sym, *_), buf in zip(requests, buffers, strict=False):
             plan.tiles[sym].buffer = buf
         if exchange:
-            plan.scratch = buffers[-1]
+            plan.scratch = buffers[-2 if tma else -1]
             plan.slots = tuple(SharedBuffer(f"scratch.{i}", plan.scratch.offset + i * slot, slot)
                                for i in range(turns))  # fmt: skip
         plan.shared = buffers
@@ -1045,6 +1077,40 @@ class _Planner:
                 return f"`{x.sym.name}` is read by more than products"
         return None
 
+    def tma_refusal(self, sym, tile) -> str | None:
+        """Why the ring tile `sym` (a wgmma operand in its canonical layout) is not
+        staged by TMA loads, or None: a TMA box is a rectangle of a row-major 2-D tensor
+        the kernel only reads, its rows at most 256 and 16-byte aligned in the tensor
+        (a static row's extent a multiple of 16 bytes; a dynamic one is checked at
+        launch), its elements taken as they are, at 32-bit coordinates."""
+        lw = self.lw
+        if lw.chip != "sm_90a":
+            return f"TMA rings are lowered for sm_90a, not {lw.chip}"
+        if os.environ.get("PHOBOS_TMA") == "0" or not TMA.get():
+            return (
+                "PHOBOS_TMA=0" if os.environ.get("PHOBOS_TMA") == "0" else "the variant without TMA"
+            )
+        if lw.k.index_width != 32:
+            return "TMA coordinates are 32-bit: the kernel has 64-bit indices"
+        value = self.rings[sym][0].value
+        if not (isinstance(value, hir.Slice) and isinstance(value.base, hir.Ref)
+                and isinstance(value.base.sym.type, hir.TensorT)):  # fmt: skip
+            return "its value is not a slice of a tensor parameter"
+        t = value.base.sym.type
+        if len(t.dims) != 2 or len(value.subs) != 2 or any(sub.point for sub in value.subs):
+            return "TMA rings stage rectangles of 2-D tensors"
+        if elem_of(t) != tile.elem:
+            return f"its `{elem_of(t)}` elements are converted to `{tile.elem}`"
+        if tile.shape[0] > 256 or tile.pitch is not None:
+            return f"its {tile.shape[0]} rows are more than a TMA box's 256"
+        # A dynamic row's pitch is checked at launch, which takes the variant without TMA
+        # where it is not a multiple of 16 bytes (`phobos.runtime.tensormap`).
+        cols = t.dims[1]
+        if isinstance(cols, int) and (cols * BYTES[tile.elem]) % 16:
+            return (f"`{value.base.sym.name}`'s rows of {cols} {tile.elem} elements are not a "
+                    "multiple of 16 bytes")  # fmt: skip
+        return None
+
     def on_wmma(self, e) -> bool:
         """Whether the product `e` runs on WMMA m16n16k16: under `@tensorcore(wmma)`, a
         product of float tiles does, or is refused here (E0514) when it cannot: f16
@@ -1244,6 +1310,7 @@ MAX_STAGES = 4  # the deepest cp.async ring: three turns of copies in flight
 # turn of copies in flight to land), and every stage more is shared memory taken from
 # the other CTAs of the SM.
 STAGES = 2
+TMA_STAGES = 4  # a TMA ring's: two turns of loads ahead of a wgmma group in flight
 
 
 def ring_depth() -> int:

@@ -10,6 +10,8 @@ integer register) and writes one `pred`. `fence_mbarrier_init` takes nothing.
 `cp_async_bulk` takes a `u32` shared destination, a `u64` global source, a 32-bit size
 (an immediate one positive and a multiple of 16) and the mbarrier. `elect_sync` writes a
 `pred` and optionally the elected lane (`u32`), reads nothing and carries no guard.
+`tmap_addr` writes one u64 and names one of the kernel's `maps`; `tma_load` takes a u32
+shared destination, that u64, two 32-bit coordinates and the mbarrier.
 `setmaxnreg` has `action` inc or dec and `regs` a multiple of 8 from 24 to 256, no
 operand and no guard. Integer sources are 32-bit (`u32`, `s32`, `b32`).
 `wgmma_mma` has shape `m64nNk16` (N a multiple of 8 to 256), f16 or bf16 into f32,
@@ -118,6 +120,33 @@ def _bulk(v, i: lir.Inst) -> None:
                f"({bar.type})", i)  # fmt: skip
 
 
+def _tmap_addr(v, i: lir.Inst) -> None:
+    if i.srcs or len(i.dests) != 1 or i.dests[0].type != "u64":
+        v.fail("`tmap_addr` reads nothing and writes one u64 register", i)
+    names = [m.name for m in v.kernel.maps]
+    if i.attr("map") not in names:
+        v.fail(f"`tmap_addr` names a tensor map of the kernel ({', '.join(names) or 'none'}), "
+               f"not {i.attr('map')!r}", i)  # fmt: skip
+
+
+def _tma_load(v, i: lir.Inst) -> None:
+    _no_dests(v, i)
+    if len(i.srcs) != 5:
+        v.fail("`tma_load` takes a shared destination, a tensor map, two coordinates and an "
+               f"mbarrier, not {len(i.srcs)} operands", i)  # fmt: skip
+    dst, tmap, x, y, bar = i.srcs
+    if not isinstance(dst, lir.Reg) or dst.type != "u32":
+        v.fail(f"a TMA load's destination is a u32 shared address register, not `{dst}`", i)
+    if not isinstance(tmap, lir.Reg) or tmap.type != "u64":
+        v.fail(f"a TMA load's tensor map is a u64 register (`tmap_addr`), not `{tmap}`", i)
+    for c in (x, y):
+        if c.type not in ("s32", "u32", "b32"):
+            v.fail(f"a TMA coordinate is a 32-bit integer, not `{c}` ({c.type})", i)
+    if not isinstance(bar, lir.Reg) or bar.type != "u32":
+        v.fail(f"an mbarrier is named by a u32 shared address register, not `{bar}` "
+               f"({bar.type})", i)  # fmt: skip
+
+
 def _collective(v, i: lir.Inst) -> None:
     if i.guard is not None:
         v.fail(f"`{i.op}` runs on the whole warp and takes no guard", i)
@@ -221,6 +250,8 @@ RULES = {
     "mbarrier_try_wait_parity": _try_wait,
     "fence_mbarrier_init": _fence_init,
     "cp_async_bulk": _bulk,
+    "tmap_addr": _tmap_addr,
+    "tma_load": _tma_load,
     "elect_sync": _elect,
     "setmaxnreg": _setmaxnreg,
 }

@@ -48,10 +48,12 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     K = a.shape[1]
     lw.tracker.statement([(a.buffer, "read", None), (bt.buffer, "read", None)])
     b = lw.b
-    # cp.async and plain stores wrote the tiles through the generic proxy; wgmma reads
-    # them through the async one: every thread fences its writes, then all meet.
-    b.emit("fence", space="shared", proxy="async")
-    b.emit("bar", (), (Imm(0, "u32"),))
+    if not {a.buffer.name, bt.buffer.name} <= lw.async_written:
+        # cp.async and plain stores wrote the tiles through the generic proxy; wgmma reads
+        # them through the async one: every thread fences its writes, then all meet.
+        # (TMA writes through the async proxy: its ring's mbarrier orders them.)
+        b.emit("fence", space="shared", proxy="async")
+        b.emit("bar", (), (Imm(0, "u32"),))
     span = s.span
     line = span.source.line_col(span.start)[0] if span is not None else "?"
     log.debug("`%s` line %s: `%s` on wgmma %s %s -> f32: %d warpgroups, K = %d, operands "
@@ -78,7 +80,9 @@ def product(lw, s, target, op: str, e, path: str) -> None:
         b.emit("wgmma_mma", tuple(acc), (da, db, scale, *acc), shape=shape, type="f32",
                from_type=ab, major_a="K", major_b="K" if transposed else "MN")  # fmt: skip
     b.emit("wgmma_commit")
-    b.emit("wgmma_wait", pending=0)
+    # A TMA ring whose turns only stage and sum may leave this group in flight through
+    # the next turn's barrier (`phobos.lower.tma`); it waits for the last after its loop.
+    b.emit("wgmma_wait", pending=lw.wgmma_pending if op == "+=" else 0)
     if op == "-=":
         for r, x in zip(regs, acc, strict=True):
             b.mov(r, scalars.binary(b, "-", r, x, "f32"), "f32")

@@ -383,6 +383,10 @@ class Emitter:
             slots.append(f"\t.param .{PARAM_TYPE[p.type]} {slot}")
             reg = self.name(lir.Reg(p.name, p.type))
             self.prologue.append(f"ld.param.{PARAM_TYPE[p.type]} {reg}, [{slot}];")
+        for m in k.maps:  # after every other slot: the launcher encodes each (`Kernel.maps`)
+            if not _IDENT.fullmatch(m.name):
+                raise NoTemplate(f"`{k.name}`: tensor map `{m.name}` is not a PTX identifier")
+            slots.append(f"\t.param .align 64 .b8 {m.name}[128]")
         for name, type_ in lir.registers(k).items():
             self.name(lir.Reg(name, type_))
         self.block(k.body)

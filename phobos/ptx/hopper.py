@@ -107,6 +107,35 @@ def _cp_async_bulk(e: Emitter, i: lir.Inst) -> str:
     return f"{head} {', '.join(ops)}"
 
 
+@rule("tmap_addr")
+def _tmap_addr(e: Emitter, i: lir.Inst) -> str:
+    # The map is a `.param` of the entry: TMA takes its generic address.
+    e.needs(i, "async_proxy")
+    arity(e, i, 0)
+    names = [m.name for m in e.kernel.maps]
+    if i.attr("map") not in names or len(i.dests) != 1 or i.dests[0].type != "u64":
+        e.fail(i, "writes one u64 register and names one of the kernel's tensor maps")
+    d = e.name(i.dests[0])
+    e.pre(f"mov.b64 {d}, {i.attr('map')}")
+    return f"cvta.param.u64 {d}, {d}"
+
+
+@rule("tma_load")
+def _tma_load(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "async_proxy")
+    if i.dests or len(i.srcs) != 5:
+        e.fail(i, "takes a shared destination, a tensor map, two coordinates and an mbarrier")
+    dst, tmap, x, y, bar = i.srcs
+    coords = ", ".join(e.operand(c, imm_ok=True) for c in (x, y))
+    ops = [
+        f"[{_shared_address(e, i, dst)}]",
+        f"[{e.name(tmap)}, {{{coords}}}]",
+        f"[{_shared_address(e, i, bar)}]",
+    ]
+    head = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    return f"{head} {', '.join(ops)}"
+
+
 @rule("elect_sync")
 def _elect_sync(e: Emitter, i: lir.Inst) -> str:
     e.needs(i, "elect")
@@ -207,6 +236,8 @@ ATTRS.update(
         "mbarrier_try_wait_parity": (),
         "fence_mbarrier_init": (),
         "cp_async_bulk": (),
+        "tmap_addr": ("map",),
+        "tma_load": (),
         "elect_sync": (),
         "setmaxnreg": ("action", "regs"),
     }

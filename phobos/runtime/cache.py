@@ -46,6 +46,7 @@ from functools import cache
 from pathlib import Path
 
 import phobos
+from phobos.lower import options
 
 ENTRY_FORMAT = "phobos-cache-entry"
 ENTRY_VERSION = 1
@@ -121,6 +122,7 @@ LOWERING_SWITCHES = (
     "PHOBOS_RING",
     "PHOBOS_STAGES",
     "PHOBOS_SWIZZLE",
+    "PHOBOS_TMA",
     "PHOBOS_WGMMA",
 )
 
@@ -143,6 +145,7 @@ def entry_key(
     items = sorted(dict(variant).items())
     entry = {"source": source_key, "compiler": fingerprint, "chip": chip, "variant": items}
     switches = {n: os.environ[n] for n in LOWERING_SWITCHES if n in os.environ}
+    switches.update(options.key_switches())  # the variant without TMA, say
     if switches:  # absent when none is set: the keys of a plain run stay as they were
         entry["switches"] = switches
     text = json.dumps(entry, sort_keys=True)

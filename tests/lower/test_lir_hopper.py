@@ -13,14 +13,16 @@ g, s, bar, n = Reg("g", "u64"), Reg("s", "u32"), Reg("bar", "u32"), Reg("n", "u3
 p, tok, lane = Reg("p", "pred"), Reg("tok", "b64"), Reg("lane", "u32")
 U = lambda v: Imm(v, "u32")  # noqa: E731
 
-TEXT = """kernel hop(%g: u64) threads=128 smem=1040 {
+TEXT = """kernel hop(%g: u64, %R: s32) threads=128 smem=1040 {
   shared tile @0 size=1024 align=16
   shared bars @1024 size=16 align=8
+  tmap g_tmap0 = g f16 [R, 64] box=[8, 64] swizzle=128B
   reg %s: u32
   reg %bar: u32
   reg %n: u32
   reg %tok: b64
   reg %p: pred
+  reg %m: u64
   reg %lane: u32
   reg %da: u64
   reg %d0: f32
@@ -43,6 +45,8 @@ TEXT = """kernel hop(%g: u64) threads=128 smem=1040 {
   cp_async_bulk %s, %g, 1024:u32, %bar
   %p = mbarrier_try_wait_parity %bar, %n
   @!%p cp_async_bulk %s, %g, %n, %bar
+  %m = tmap_addr  [map=g_tmap0]
+  tma_load %s, %m, 0:s32, %R, %bar
   fence.shared  [proxy=async]
   %p, %lane = elect_sync
   %p = elect_sync
@@ -119,6 +123,17 @@ def wg(srcs, guard=None, **attrs):
 
 
 REFUSED = [
+    (
+        inst("tmap_addr", (Reg("m", "u64"),), (), map="x"),
+        r"`tmap_addr` names a tensor map of the kernel \(none\), not 'x'",
+    ),
+    (
+        inst("tma_load", (), (s, g, U(0), U(0))),
+        r"a tensor map, two coordinates and an mbarrier, not 4 operands",
+    ),
+    (inst("tma_load", (), (s, s, U(0), U(0), bar)), r"tensor map is a u64 register"),
+    (inst("tma_load", (), (s, g, Imm(0, "u64"), U(0), bar)), r"coordinate is a 32-bit integer"),
+    (inst("tma_load", (), (g, g, U(0), U(0), bar)), r"destination is a u32 shared address"),
     (
         inst("mbarrier_init", (), (Reg("w", "u64"), U(1))),
         r"an mbarrier is named by a u32 shared address register, not `%w` \(u64\)",

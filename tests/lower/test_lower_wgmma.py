@@ -4,7 +4,9 @@ panels, on 1024-byte boundaries), the accumulator in one warp column (`MmaAcc` o
 registers). Each form's instruction mix is pinned by the CHECK lines in its source
 against its lir and PTX; each agrees with the tile interpreter at ragged sizes in the
 threads interpreter (whose wgmma is held to the card by tests/gpu/test_wgmma_gpu.py),
-race-free, and with float64; the fallbacks to mma.sync say why."""
+race-free, and with float64; the fallbacks to mma.sync say why. These are the loops a
+launch takes where TMA cannot read its tensors' rows (the variant without TMA: the cp.async
+ring); tests/lower/test_lower_tma.py has the TMA ring."""
 
 import logging
 
@@ -14,7 +16,15 @@ from filecheck import filecheck
 from lowerkit import lowered, ops, ptxas, text
 from mmakit import agree, inputs, nan, run
 
+from phobos.lower.options import without_tma
 from phobos.ptx.emit import emit_module
+
+
+@pytest.fixture(autouse=True)
+def _cp_async_ring():
+    with without_tma():
+        yield
+
 
 # A 128 x 128 tile on two warpgroups (m64n128k16 each), a k slice of 64: four wgmma a
 # turn, from A's 128-byte rows and B's rows of 256 bytes, stored as two panels of 128.

@@ -6,7 +6,7 @@ sm_90a for setmaxnreg and wgmma) and refused below."""
 
 import pytest
 
-from phobos.lower.lir import Block, Imm, Kernel, Param, Reg, SharedBuffer, inst
+from phobos.lower.lir import Block, Imm, Kernel, Param, Reg, SharedBuffer, TensorMap, inst
 from phobos.lower.verify import verify
 from phobos.ptx import NoTemplate, TargetError, emit_kernel, emit_module
 
@@ -21,7 +21,7 @@ n, p, q, lane, tok = (
 U = lambda v: Imm(v, "u32")  # noqa: E731
 
 
-def kernel(*items, threads=128) -> Kernel:
+def kernel(*items, threads=128, maps=()) -> Kernel:
     head = (
         inst("sreg", (s,), (), name="tid.x"),
         inst("mov", (bar,), (U(1024),), type="u32"),
@@ -34,6 +34,7 @@ def kernel(*items, threads=128) -> Kernel:
         threads=threads,
         smem=1040,
         shared=(SharedBuffer("tile", 0, 1024), SharedBuffer("bars", 1024, 16, 8)),
+        maps=maps,
     )
     verify(k)
     return k
@@ -57,6 +58,15 @@ MBARRIERS = kernel(
     inst("bar", (), (U(1), U(64))),
     inst("bar", (), (U(2), U(96)), arrive=1),
     inst("bar", (), (n, U(64)), arrive=1),
+)
+
+m, x = Reg("m", "u64"), Reg("x", "s32")
+TMA = kernel(
+    inst("tmap_addr", (m,), (), map="g_tmap"),
+    inst("mov", (x,), (Imm(-3, "s32"),), type="s32"),
+    inst("elect_sync", (p,)),
+    inst("tma_load", (), (s, m, x, Imm(64, "s32"), bar), guard=p),
+    maps=(TensorMap("g_tmap", "g", "f16", (100, "n"), (8, 64), "128B"),),
 )
 
 SETMAXNREG = kernel(
@@ -97,6 +107,29 @@ def test_the_ptx_text():
     assert lines[lines.index(picked[0]) - 1] == "add.u32 %r4, %r1, %rb0"
 
 
+def test_the_tma_text_takes_the_maps_generic_address_and_its_slot_follows_the_params():
+    text = emit_kernel(TMA, "sm_90")
+    head = text[: text.index(")")]
+    assert head.rstrip().endswith(".param .u64 g,\n\t.param .align 64 .b8 g_tmap[128]")
+    lines = [line.strip().rstrip(";") for line in text.splitlines()]
+    at = lines.index("mov.b64 %rd1, g_tmap")
+    assert lines[at + 1] == "cvta.param.u64 %rd1, %rd1"
+    load = next(line for line in lines if "tensor" in line)
+    assert load.startswith("@%p0 cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+                           "mbarrier::complete_tx::bytes [%r")  # fmt: skip
+    assert "[%rd1, {%r3, 64}]" in load
+
+
+def test_tma_assembles_for_sm_90(assemble):
+    assemble(emit_module([TMA], "sm_90"), "sm_90")
+
+
+def test_a_tmap_addr_naming_no_map_is_refused():
+    with pytest.raises(Exception, match=r"names a tensor map of the kernel \(g_tmap\), not 'h'"):
+        kernel(inst("tmap_addr", (m,), (), map="h"),
+               maps=(TensorMap("g_tmap", "g", "f16", (100, "n"), (8, 64)),))  # fmt: skip
+
+
 def test_setmaxnreg_text():
     text = emit_kernel(SETMAXNREG, "sm_90a")
     lines = [line.strip().rstrip(";") for line in text.splitlines() if "setmaxnreg" in line]
@@ -124,6 +157,7 @@ def test_setmaxnreg_assembles_for_sm_90a(assemble):
         inst("fence_mbarrier_init"),
         inst("cp_async_bulk", (), (s, g, U(16), bar)),
         inst("elect_sync", (p,)),
+        inst("tma_load", (), (s, g, n, n, bar)),
     ],
     ids=lambda i: i.op,
 )

@@ -574,8 +574,10 @@ def test_every_lir_op_is_claimed():
     for build in FAMILIES.values():
         for items in build("sm_90").values():
             seen.update(i.op for i in items)
-    # the sm_90a ops are built and assembled in tests/ptx/test_emit_hopper.py
-    sm_90a = {"setmaxnreg", "wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait", "wgmma_desc"}
+    # the sm_90a ops, and the TMA ops (which need a kernel with a tensor map), are built
+    # and assembled in tests/ptx/test_emit_hopper.py
+    sm_90a = {"setmaxnreg", "wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait", "wgmma_desc",
+              "tmap_addr", "tma_load"}  # fmt: skip
     assert seen | sm_90a == set(lir.OPS)
 
 

@@ -1,0 +1,236 @@
+"""A loop's staging as a ring of TMA loads completing on mbarriers (sm_90a): the stages
+of wgmma's operand tiles are written by the tensor-memory accelerator, one thread
+issuing a box a tile (a 128-byte panel's box where the rows are wider), in the tiles'
+canonical swizzled layouts, with zeros past the tensor's edges.
+
+`placement` marks a ring tile `tma` when it qualifies (`_Planner.tma_refusal`) and gives
+the kernel an mbarrier a stage. The loop
+
+    for kt in range(lo, hi, T) { var a = A[.., kt :+ T]; var b = ...; acc += dot(a, b) }
+
+lowers, with S stages and a lag L, to
+
+    thread 0: init full[0 .. S-1] to one arrival; fence.mbarrier_init; bar.sync
+    thread 0: for j in 0 .. S-L-1 where lo + j T < hi: expect_tx full[j]; the turn's boxes
+    for kt ... {
+      bar.sync                                 // every warpgroup is done with stage t-L
+      thread 0: if kt + (S-L) T < hi: expect_tx full[t+S-L]; that turn's boxes into it
+      wait full[t] at the parity of the turn's pass over the ring
+      acc += dot(a, b)                         // wgmma on stage t; commit; wait L-1
+    }
+    wgmma wait 0                               // (when L is 2)
+
+A wgmma reads shared memory through the async proxy, as TMA writes it, so a product on
+the ring's stages needs no proxy fence. When the loop body is only the staging and
+`+=` products on wgmma, the lag is 2: each product leaves its wgmma group in flight
+(`wait 1`) through the next turn's barrier, so the tensor cores never drain at a turn's
+edge, and the stage refilled at a turn's top is the one two turns back. Otherwise the
+lag is 1 and each product waits for its own group.
+
+    >>> TmaRing.__name__
+    'TmaRing'
+"""
+
+from __future__ import annotations
+
+import logging
+
+from phobos.lower import scalars
+from phobos.lower.lir import Break, If, Imm, Loop, TensorMap
+from phobos.lower.swizzle import LINE
+from phobos.lower.types import BYTES, elem_of
+from phobos.sema import hir
+
+log = logging.getLogger("phobos.lower")
+MODES = {128: "128B", 64: "64B", 32: "32B"}  # a row's bytes -> the swizzle it is stored in
+
+
+def staged_by_tma(lw, loop: hir.For) -> bool:
+    """Whether `loop`'s staging runs as a TMA ring (so its last turn needs no masked
+    copy of its own: TMA reads zeros past the tensor's edges)."""
+    return bool(TmaRing(lw, loop, None, 1))
+
+
+class TmaRing:
+    """The TMA ring of one loop: its staged tiles, their tensor maps, the turn's stage."""
+
+    def __init__(self, lw, loop: hir.For, hi, step: int):
+        self.lw = lw
+        self.loop = loop
+        self.hi = hi
+        self.step = step
+        self.staged = []  # (statement, tile)
+        for st in loop.body.stmts:
+            tile = lw.tiles.get(getattr(st, "sym", None))
+            if isinstance(st, hir.VarDecl) and tile is not None and tile.stages >= 2 and tile.tma:
+                self.staged.append((st, tile))
+        mine = {id(st) for st, _ in self.staged}
+        self.lag = 2 if all(id(st) in mine or self._summed(st) for st in loop.body.stmts) else 1
+        # The mbarriers are initialised once, for a loop run once: not inside another loop.
+        self.ok = bool(self.staged) and lw.plan.mbarriers is not None and not lw.tracker.loops
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def _summed(self, st) -> bool:
+        """Whether `st` is `acc += dot(..)` on wgmma, which may stay in flight a turn."""
+        v = getattr(st, "value", None)
+        return (
+            isinstance(st, hir.Assign)
+            and st.op == "+="
+            and isinstance(v, hir.Builtin)
+            and v.name in ("dot", "dot_t")
+            and self.lw.plan.paths.get(v.label, "").startswith("wgmma")
+        )
+
+    @property
+    def stages(self) -> int:
+        return self.staged[0][1].stages
+
+    # -- around the loop -----------------------------------------------------
+
+    def prologue(self, lo) -> None:
+        """The maps, the mbarriers, and the first S-L turns' boxes."""
+        lw, b = self.lw, self.lw.b
+        self.maps = [self._map(st, tile) for st, tile in self.staged]
+        tid = lw.sreg("tid.x")
+        self.leader = b.once(("tma.leader",), lambda: b.op("setp", "pred", tid, Imm(0, "u32"),
+                                                          cmp="eq", type="u32"))  # fmt: skip
+        bars = lw.plan.mbarriers.offset
+        with b.region() as init:
+            for s in range(self.stages):
+                b.emit("mbarrier_init", (), (b.copy(Imm(bars + 8 * s, "u32"), "u32", hint="mb"),
+                                             Imm(1, "u32")))  # fmt: skip
+            b.emit("fence_mbarrier_init")
+        b.add(If(self.leader, init.block, None, span=b.span))
+        lw.tracker.barrier(force=True)  # the inits, before any thread waits
+        self.slot = b.copy(Imm(0, "u32"), "u32", hint="slot")
+        self.phase = b.copy(Imm(0, "u32"), "u32", hint="phase")
+        et = elem_of(self.loop.var.type)
+        for j in range(self.stages - self.lag):
+            at = scalars.binary(b, "+", lo, Imm(j * self.step, lo.type), et) if j else lo
+            inside = scalars.materialize(b, scalars.binary(b, "<", at, self.hi, et), "bool")
+            with b.region() as body:
+                self._issue(at, Imm(j, "u32"))
+            b.add(If(inside, body.block, None, span=b.span))
+        lw.wgmma_pending = self.lag - 1
+        lw.async_written = {tile.buffer.name for _, tile in self.staged}
+        for _, tile in self.staged:
+            log.debug("`%s`: `%s` staged by a %d-stage TMA ring (%d bytes a stage), wgmma "
+                      "%s", lw.k.name, tile.sym.name, self.stages, tile.nbytes,
+                      "kept in flight a turn" if self.lag == 2 else "waited for each turn")  # fmt: skip
+
+    def top(self) -> None:
+        """A turn's start: the barrier freeing the stage L turns back, its refill S-L turns
+        ahead, then the wait for this turn's boxes."""
+        lw, b = self.lw, self.lw.b
+        lw.tracker.barrier(force=True)
+        var = lw.env[self.loop.var]
+        et = elem_of(self.loop.var.type)
+        ahead = self.stages - self.lag
+        nxt = scalars.binary(b, "+", var, Imm(ahead * self.step, var.type), et) if ahead else var
+        more = scalars.materialize(b, scalars.binary(b, "<", nxt, self.hi, et), "bool")
+        with b.region() as body:
+            slot = self.slot
+            if ahead:
+                moved = b.op("add", "u32", self.slot, Imm(ahead, "u32"), hint="slot")
+                wraps = b.op("setp", "pred", moved, Imm(self.stages, "u32"), cmp="ge", type="u32")
+                back = b.op("sub", "u32", moved, Imm(self.stages, "u32"), hint="slot")
+                slot = scalars.select(b, wraps, back, moved, "u32")
+            self._issue(nxt, slot)
+        b.add(If(more, body.block, None, span=b.span))
+        bar = self._bar(self.slot)
+        with b.region() as wait:
+            ok = b.reg("pred", "ok")
+            b.emit("mbarrier_try_wait_parity", (ok,), (bar, self.phase))
+            b.add(Break(ok))
+        b.add(Loop(wait.block, span=b.span))
+        for _, tile in self.staged:
+            tile.base = self._stage(tile, self.slot)
+
+    def bottom(self) -> None:
+        """A turn's end: the next slot, the phase flipped where the ring wraps."""
+        b = self.lw.b
+        last = b.op("setp", "pred", self.slot, Imm(self.stages - 1, "u32"), cmp="eq", type="u32")
+        nxt = b.op("add", "u32", self.slot, Imm(1, "u32"), hint="slot")
+        b.mov(self.slot, scalars.select(b, last, Imm(0, "u32"), nxt, "u32"), "u32")
+        flipped = b.op("xor", "b32", self.phase, Imm(1, "u32"), dest_type="u32")
+        b.mov(self.phase, scalars.select(b, last, flipped, self.phase, "u32"), "u32")
+
+    def after(self) -> None:
+        """After the loop: the last turn's wgmma group, left in flight, waited for."""
+        if self.lag == 2:
+            self.lw.b.emit("wgmma_wait", pending=0)
+
+    def close(self) -> None:
+        for _, tile in self.staged:
+            tile.base = None
+        self.lw.wgmma_pending = 0
+        self.lw.async_written = set()
+
+    def lower(self, s) -> bool:
+        """A ring's staging statement emits nothing where it stands: its stage is ready."""
+        return any(st is s for st, _ in self.staged)
+
+    # -- the loads -----------------------------------------------------------
+
+    def _map(self, st, tile) -> tuple[TensorMap, object]:
+        """The tensor map `tile`'s boxes are read through, and its address register."""
+        lw, b = self.lw, self.lw.b
+        tensor = st.value.base.sym
+        dims = tuple(d if isinstance(d, int) else d.name for d in tensor.type.dims)
+        row = tile.shape[1] * BYTES[tile.elem]
+        inner = min(row, LINE) // BYTES[tile.elem]  # a panel's columns where rows are wider
+        m = TensorMap(f"{tensor.name}_tmap{len(lw.maps)}", tensor.name, tile.elem, dims,
+                      (tile.shape[0], inner), MODES[min(row, LINE)])  # fmt: skip
+        lw.maps.append(m)
+        with b.at_prologue():
+            addr = b.reg("u64", "tmap")
+            b.emit("tmap_addr", (addr,), (), map=m.name)
+        return m, addr
+
+    def _bar(self, slot):
+        b = self.lw.b
+        return b.op("mad", "u32", slot, Imm(8, "u32"), Imm(self.lw.plan.mbarriers.offset, "u32"),
+                    hint="mb")  # fmt: skip
+
+    def _stage(self, tile, slot):
+        b = self.lw.b
+        return b.op("mad", "u32", slot, Imm(tile.nbytes, "u32"), Imm(tile.buffer.offset, "u32"),
+                    hint="stage")  # fmt: skip
+
+    def _issue(self, at, slot) -> None:
+        """Thread 0 expects the turn's bytes on `slot`'s mbarrier and issues its boxes,
+        the loop variable at `at`, into `slot`'s stage."""
+        lw, b = self.lw, self.lw.b
+        saved = lw.env.get(self.loop.var)
+        lw.env[self.loop.var] = at
+        try:
+            with b.region() as body:
+                bar = self._bar(slot)
+                total = sum(tile.nbytes for _, tile in self.staged)
+                b.emit("mbarrier_arrive_expect_tx", (), (bar, Imm(total, "u32")))
+                for (st, tile), (m, addr) in zip(self.staged, self.maps, strict=True):
+                    row, col = (self._coord(sub.start) for sub in st.value.subs)
+                    stage = self._stage(tile, slot)
+                    box_bytes = m.box[0] * m.box[1] * BYTES[m.elem]
+                    for p in range(tile.shape[1] // m.box[1]):
+                        dst = stage
+                        if p:
+                            dst = b.op("add", "u32", stage, Imm(p * box_bytes, "u32"), hint="s")
+                        x = col if not p else scalars.materialize(
+                            b, scalars.binary(b, "+", col, Imm(p * m.box[1], "s32"), "i32"), "i32")  # fmt: skip
+                        b.emit("tma_load", (), (dst, addr, x, row, bar))
+            b.add(If(self.leader, body.block, None, span=b.span))
+        finally:
+            lw.env[self.loop.var] = saved
+
+    def _coord(self, e):
+        """A slice start as an s32 coordinate (a register or an immediate)."""
+        v = self.lw.value(e)
+        if isinstance(v, Imm):
+            return Imm(int(v.value), "s32")
+        return scalars.materialize(self.lw.b, v, "i32")
+
+
+__all__ = ["TmaRing"]

@@ -1,0 +1,221 @@
+"""The GEMM loop on sm_90a with a TMA ring: wgmma's operand tiles written by TMA loads
+through tensor maps (`Kernel.maps`), a 4-stage ring of mbarriers, one thread issuing the
+boxes two turns ahead, and each turn's wgmma group left in flight through the next
+turn's barrier. The instruction mix is pinned by the CHECK lines against the lir and the
+PTX; each form agrees with the tile interpreter at ragged sizes in the threads
+interpreter (its TMA is held to the card by tests/gpu/test_tma_gpu.py), race-free, and
+with float64. A tensor whose rows are not proven 16-byte aligned keeps the cp.async ring,
+and the log says why."""
+
+import logging
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from filecheck import filecheck
+from lowerkit import lowered, ops, text
+from mmakit import agree, inputs, nan, run
+
+from phobos.ptx.emit import emit_module
+
+# M, N and K ragged, read as zeros past the tensors' edges; the rows' pitches (K and N
+# elements) are checked at launch, which takes the variant without TMA where TMA cannot
+# read them (tests/runtime/test_tensormap.py).
+GEMM = """
+@tensorcore
+@launch(256)
+@dynshared
+kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[K, N], C: tensor<f32>[M, N]) {
+  let pm = ctx.block.x
+  let pn = ctx.block.y
+  var acc: tile<f32>[128, 128] = 0.0
+  for kt in range(0, K, 64) {
+    var a = A[pm * 128 :+ 128, kt :+ 64]
+    var b = B[kt :+ 64, pn * 128 :+ 128]
+    acc += dot(a, b)
+  }
+  C[pm * 128 :+ 128, pn * 128 :+ 128] = acc
+}
+// CHECK: shared mbarriers
+// CHECK: tmap A_tmap0 = A ELEM [M, K] box=[128, 64] swizzle=128B
+// CHECK: tmap B_tmap1 = B ELEM [K, N] box=[64, 64] swizzle=128B
+// CHECK: tmap_addr  [map=A_tmap0]
+// CHECK: mbarrier_init
+// CHECK: fence_mbarrier_init
+// CHECK: , 32768:u32
+// CHECK-COUNT-3: tma_load
+// CHECK: for %kt
+// CHECK: bar 0:u32
+// CHECK: mbarrier_arrive_expect_tx
+// CHECK-COUNT-3: tma_load
+// CHECK: mbarrier_try_wait_parity
+// CHECK-NOT: fence.shared
+// CHECK: wgmma_fence
+// CHECK-COUNT-4: = wgmma_mma.f32.ELEM
+// CHECK: wgmma_commit
+// CHECK: wgmma_wait  [pending=1]
+// CHECK-NOT: cp_async
+// CHECK: {{loop end}}
+// CHECK: wgmma_wait  [pending=0]
+// PTX: .param .align 64 .b8 A_tmap0[128]
+// PTX: cvta.param.u64
+// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX: mbarrier.try_wait.parity.shared::cta.b64
+// PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.ELEM.ELEM
+// PTX: wgmma.wait_group.sync.aligned 1
+"""
+
+# `dot_t`: B is [N, K], K-major like A; a k slice of 32 is a row of 64 bytes, the 64-byte
+# swizzle, TMA boxes of 32 columns.
+GEMM_T = """
+@tensorcore
+@launch(256)
+@dynshared
+kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[N, K], C: tensor<f32>[M, N]) {
+  let pm = ctx.block.x
+  let pn = ctx.block.y
+  var acc: tile<f32>[128, 64] = 0.0
+  for kt in range(0, K, 32) {
+    var a = A[pm * 128 :+ 128, kt :+ 32]
+    var b = B[pn * 64 :+ 64, kt :+ 32]
+    acc += dot_t(a, b)
+  }
+  C[pm * 128 :+ 128, pn * 64 :+ 64] = acc
+}
+// CHECK: tmap A_tmap0 = A ELEM [M, K] box=[128, 32] swizzle=64B
+// CHECK: tmap B_tmap1 = B ELEM [N, K] box=[64, 32] swizzle=64B
+// CHECK: for %kt
+// CHECK-COUNT-2: tma_load
+// CHECK: mbarrier_try_wait_parity
+// CHECK: [lbo=16, sbo=512, swizzle=64B]
+// CHECK-COUNT-2: = wgmma_mma.f32.ELEM
+// CHECK: wgmma_wait  [pending=1]
+// CHECK: {{loop end}}
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.ELEM.ELEM
+"""
+
+FORMS = {"gemm": (GEMM, False), "gemm_t": (GEMM_T, True)}
+
+
+def source(form: str, elem: str) -> str:
+    return FORMS[form][0].replace("ELEM", elem)
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_the_ring_is_tma_loads_on_mbarriers(form, elem):
+    src = source(form, elem)
+    _, k = lowered(src, chip="sm_90a")
+    filecheck(src, text(k))
+    filecheck(src, emit_module([k], "sm_90a"), prefix="PTX")
+    assert not ops(k, "cp_async") and not ops(k, "mma")
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize("m, n, kk", [(200, 136, 200), (72, 40, 48), (128, 128, 64)])
+def test_a_tma_ring_agrees_with_the_tile_interpreter(form, elem, m, n, kk):
+    hk, k = lowered(source(form, elem), chip="sm_90a")
+    transposed = FORMS[form][1]
+    tile_n = 64 if transposed else 128
+    A = inputs(elem, (m, kk))
+    B = inputs(elem, (n, kk) if transposed else (kk, n))
+    want, got = run(hk, k, (-(-m // 128), -(-n // tile_n)), {"A": A, "B": B, "C": nan(m, n)})
+    agree(got, want)
+    b = B[0].astype(np.float64)
+    ref = A[0].astype(np.float64) @ (b.T if transposed else b)
+    np.testing.assert_allclose(got["C"], ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_the_ptx_assembles_for_sm_90a_without_a_warning_or_a_spill(form, tmp_path):
+    _, k = lowered(source(form, "f16"), chip="sm_90a")
+    exe = shutil.which("ptxas")
+    if exe is None:
+        import os
+
+        assert not os.environ.get("CI"), "ptxas is missing under CI"
+        pytest.skip("ptxas is not installed")
+    path = tmp_path / "k.ptx"
+    path.write_text(emit_module([k], "sm_90a"))
+    r = subprocess.run([exe, "-arch=sm_90a", "-v", str(path), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr.lower(), r.stderr  # C7510, C7511, C7515: serialised wgmma
+    assert "0 bytes spill stores" in r.stderr and "0 bytes stack frame" in r.stderr
+
+
+def test_static_rows_tma_cannot_read_keep_the_cp_async_ring_and_the_log_says_why(caplog):
+    src = source("gemm", "f16").replace("B: tensor<f16>[K, N]", "B: tensor<f16>[K, 100]")
+    with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
+        _, k = lowered(src, chip="sm_90a")
+    assert ops(k, "cp_async") and ops(k, "wgmma_mma")
+    assert not k.maps and not ops(k, "tma_load")  # one ring a loop: cp.async for both
+    logged = [r.getMessage() for r in caplog.records]
+    assert ("`b` staged by cp.async, not TMA: `B`'s rows of 100 f16 elements are not a "
+            "multiple of 16 bytes") in logged  # fmt: skip
+
+
+def test_phobos_tma_0_keeps_the_cp_async_ring(monkeypatch):
+    monkeypatch.setenv("PHOBOS_TMA", "0")
+    _, k = lowered(source("gemm", "f16"), chip="sm_90a")
+    assert ops(k, "cp_async") and not ops(k, "tma_load") and ops(k, "wgmma_mma")
+
+
+def test_a_loop_that_reads_its_accumulator_waits_for_each_group():
+    # `acc` read in the turn: no group may stay in flight past its product.
+    src = source("gemm", "f16").replace(
+        "    acc += dot(a, b)\n", "    acc += dot(a, b)\n    acc = acc * 0.5\n"
+    )
+    hk, k = lowered(src, chip="sm_90a")
+    waits = [i.attr("pending") for i in ops(k, "wgmma_wait")]
+    assert ops(k, "tma_load") and waits and set(waits) == {0}
+    A, B = inputs("f16", (130, 72)), inputs("f16", (72, 40))
+    want, got = run(hk, k, (2, 1), {"A": A, "B": B, "C": nan(130, 40)})
+    agree(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_on_sm_90_the_loop_keeps_cp_async_and_mma_sync():
+    _, k = lowered(source("gemm", "f16"), chip="sm_90")
+    assert not k.maps and not ops(k, "tma_load") and ops(k, "mma")
+
+
+def test_rows_tma_cannot_read_are_refused_by_the_interpreter_and_the_other_variant_runs():
+    # K = 100 f16 elements: rows of 200 bytes. The launcher takes the variant without TMA
+    # for such tensors (tests/runtime/test_tensormap.py); the interpreter, given the TMA
+    # variant anyway, refuses the map as the driver would.
+    from phobos.interp import InterpError
+    from phobos.lower.options import without_tma
+
+    A, B = inputs("f16", (130, 100)), inputs("f16", (100, 40))
+    hk, k = lowered(source("gemm", "f16"), chip="sm_90a")
+    with pytest.raises(InterpError, match=r"tensor map `A_tmap0` of `A` needs a 16-byte aligned "
+                       r"base and rows a multiple of 16 bytes, not 0x[0-9a-f]+ and 200 bytes"):  # fmt: skip
+        run(hk, k, (2, 1), {"A": A, "B": B, "C": nan(130, 40)})
+    with without_tma():
+        hk, k = lowered(source("gemm", "f16"), chip="sm_90a")
+    assert not k.maps and ops(k, "cp_async") and ops(k, "wgmma_mma")
+    want, got = run(hk, k, (2, 1), {"A": A, "B": B, "C": nan(130, 40)})
+    agree(got, want)
+
+
+@pytest.mark.parametrize("tile_n", [128, 256])
+def test_the_hgemm_example_runs_on_a_tma_ring(tile_n):
+    # examples/hgemm.py as a launch on an H200 compiles it (@aligned: no masks, no split).
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from examples.hgemm import hgemm
+
+    built = hgemm.variant(TILE_N=tile_n, TILE_K=64, T=256).compile(chip="sm_90a")
+    k = built.lir
+    assert [m.box for m in k.maps] == [(128, 64), (64, 64)]
+    assert len(ops(k, "wgmma_mma")) == 4 and not ops(k, "cp_async") and not ops(k, "mma")
+    assert [i.attr("pending") for i in ops(k, "wgmma_wait")] == [1, 0]
+    assert "cp.async.bulk.tensor.2d" in built.ptx
+    m, n, kk = 128, tile_n, 320  # five turns through four stages: the ring wraps
+    A, B = inputs("f16", (m, kk)), inputs("f16", (kk, n))
+    want, got = run(built.hir, k, (1, 1), {"A": A, "B": B, "C": nan(m, n)})
+    agree(got, want, rtol=1e-4, atol=1e-4)  # f32 sums of 320 products, in two orders
