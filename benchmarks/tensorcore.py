@@ -7,7 +7,9 @@ the tiles of 256 threads run on wgmma, those of 128 on mma.sync m16n8k16, and
 `torch._int_mm` (cuBLASLt), 4096^3.
 
     python benchmarks/tensorcore.py [--out FILE] [--quick] [--only f16|bf16|i8 ...]
-                                    [--tile 128x256x64/256 ...]
+                                    [--tile 128x256x64/256 ...] [--models]
+
+`--models` adds the model shapes (`MODEL_SHAPES`, M x N x K).
 
 FLOPs: `2 M N K`. Every Phobos result is checked first against a float64 product of
 the same rounded operands, its output poisoned with NaN. Times are medians of
@@ -65,35 +67,48 @@ def tr_matmul(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.const
     tl.store(c + rm[:, None] * N + rn[None, :], acc.to(c.dtype.element_ty))
 
 
-def rows_for(dtype, kernel, sizes, rows, tiles=TILES):
+# The model shapes (M x N x K) of the GEMM issue: a 4096-wide model's projections at 8192
+# tokens, its 14336-wide MLP both ways, and one decode-sized batch of 128 rows.
+MODEL_SHAPES = [(8192, 4096, 4096), (8192, 14336, 4096), (8192, 4096, 14336), (128, 14336, 4096)]
+
+
+def _label(name: str, shape) -> str:
+    m, n, k = shape
+    return f"gemm {name} {m}^3" if m == n == k else f"gemm {name} {m}x{n}x{k}"
+
+
+def rows_for(dtype, kernel, shapes, rows, tiles=TILES):
     name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
-    for n in sizes:
-        a = torch.randn(n, n, device="cuda").to(dtype)
-        b = torch.randn(n, n, device="cuda").to(dtype)
+    for m, n, k in shapes:
+        a = torch.randn(m, k, device="cuda").to(dtype)
+        b = torch.randn(k, n, device="cuda").to(dtype)
         ref = (a.double() @ b.double()).float()
-        out = torch.empty(n, n, device="cuda", dtype=dtype)
-        grid = lambda meta, n=n: (n // meta["BM"], n // meta["BN"])  # noqa: E731
+        out = torch.empty(m, n, device="cuda", dtype=dtype)
+        grid = lambda meta, m=m, n=n: (triton.cdiv(m, meta["BM"]), triton.cdiv(n, meta["BN"]))  # noqa: E731
         fns = {
             "cuBLAS": lambda a=a, b=b: torch.mm(a, b),
-            "Triton": lambda a=a, b=b, out=out, grid=grid, n=n: tr_matmul[grid](a, b, out, n, n, n),
+            "Triton": lambda a=a, b=b, out=out, grid=grid, m=m, n=n, k=k: tr_matmul[grid](
+                a, b, out, m, n, k
+            ),
         }
         for tm, tn, tk, t in tiles:
-            launch = kernel.variant(TILE_N=tn, TILE_K=tk, T=t)[(n // tm, n // tn)]
-            c = torch.full((n, n), float("nan"), device="cuda")
+            if m % tm or n % tn or k % tk:
+                continue  # hgemm is @aligned to its tiles
+            launch = kernel.variant(TILE_N=tn, TILE_K=tk, T=t)[(m // tm, n // tn)]
+            c = torch.full((m, n), float("nan"), device="cuda")
             launch(a, b, c)
             torch.cuda.synchronize()
             err = ((c - ref).abs().max() / ref.abs().max()).item()
             if not err < 1e-4:  # f32 sums of exact products: only the order differs
-                print(f"hgemm {name} {n} {tm}x{tn}x{tk}/{t}: wrong, relative error {err}")
+                print(f"hgemm {name} {m}x{n}x{k} {tm}x{tn}x{tk}/{t}: wrong, relative error {err}")
                 continue
             fns[f"phobos {tm}x{tn}x{tk}/{t}"] = lambda launch=launch, a=a, b=b, c=c: launch(a, b, c)
-        rows.append(_row(f"gemm {name} {n}^3", 2.0 * n**3, in_turns(fns), "cuBLAS"))
+        rows.append(_row(_label(name, (m, n, k)), 2.0 * m * n * k, in_turns(fns), "cuBLAS"))
         timed = rows[-1]["timed"]
         ours = rows[-1]["ours"]
         if ours and "Triton" in timed:
-            print(
-                f"{name} {n}: Phobos {ours} / Triton = {timed['Triton'][0] / timed[ours][0]:.3f}x"
-            )
+            ratio = timed["Triton"][0] / timed[ours][0]
+            print(f"{name} {m}x{n}x{k}: Phobos {ours} / Triton = {ratio:.3f}x")
 
 
 I8_TILES = [(128, 128, 64), (128, 128, 128)]  # igemm's space
@@ -135,15 +150,18 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", choices=["f16", "bf16", "i8"], action="append")
     ap.add_argument("--tile", action="append", type=_tile, help="MxNxK/T, one of TILES")
+    ap.add_argument("--models", action="store_true", help="also the model shapes, f16 and bf16")
     args = ap.parse_args()
     tiles = args.tile or TILES
     only = set(args.only or ["f16", "bf16", "i8"])
-    sizes = [4096] if args.quick else [4096, 8192]
+    shapes = [(n, n, n) for n in ([4096] if args.quick else [4096, 8192])]
+    if args.models:
+        shapes += MODEL_SHAPES
     rows: list = []
     if "f16" in only:
-        rows_for(torch.float16, hgemm, sizes, rows, tiles)
+        rows_for(torch.float16, hgemm, shapes, rows, tiles)
     if "bf16" in only:
-        rows_for(torch.bfloat16, hgemm_bf16, sizes, rows, tiles)
+        rows_for(torch.bfloat16, hgemm_bf16, shapes, rows, tiles)
     if "i8" in only:
         int8_rows([4096], rows)
     text = render(rows)

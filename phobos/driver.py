@@ -500,7 +500,8 @@ def contract_of(checked, lowered, ptx: str, chip: str, source_key: str | None = 
 
     The entry is the lir kernel's name; the contract's `name` is the kernel's, unless
     the entry was renamed for its variant, when it is the entry (names in one contract
-    file are unique). The cache key comes from `source_key`, else from the PTX.
+    file are unique). The cache key comes from `source_key`, else from the PTX. The
+    lowered kernel's TMA tensor maps become the contract's, with their slots.
     """
     from phobos.runtime.cache import compiler_fingerprint, entry_key
     from phobos.runtime.contract import KernelContract
@@ -517,6 +518,7 @@ def contract_of(checked, lowered, ptx: str, chip: str, source_key: str | None = 
         static_smem=0 if lowered.dynamic_smem else lowered.smem,
         dynamic_smem=lowered.smem if lowered.dynamic_smem else 0,
         cache_key=str(key),
+        maps=lowered.maps,
     )
     if lowered.name != checked.name:
         contract = dataclasses.replace(contract, name=lowered.name)

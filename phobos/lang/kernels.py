@@ -25,6 +25,7 @@ report (`PHOBOS_TRACEBACK=1` shows the Python traceback too).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import sys
@@ -207,6 +208,26 @@ class VariantReport(list):
         return report(self)
 
 
+def _tma_reads(gpu, args: tuple, stream) -> bool:
+    """Whether TMA can read every tensor `gpu`'s maps name in this launch (each base and
+    row pitch 16-byte aligned, every extent in range); else the launch takes the variant
+    without TMA. An argument binding refuses is left for that launch to refuse."""
+    from phobos.runtime import tensormap
+    from phobos.runtime.launch_gpu import map_extents
+
+    try:
+        bound = gpu.bind(args, stream)
+    except LaunchError:
+        return True
+    for m in gpu.contract.maps:
+        rows, cols = map_extents(m, bound.dims)
+        try:
+            tensormap.arguments(m, bound.arrays[m.tensor].ptr, rows, cols, kernel=gpu.contract.name)
+        except LaunchError:
+            return False
+    return True
+
+
 def _by_position(kernel, args: tuple, kwargs: dict) -> tuple:
     """`args` with the arguments given by parameter name put in their places."""
     if not kwargs:
@@ -321,9 +342,11 @@ class Kernel:
         except CompileError as exc:
             raise KernelCompileError(exc.diagnostics) from None
 
-    def _gpu_kernel(self, device=None, variant: dict[str, int] | None = None):
+    def _gpu_kernel(self, device=None, variant: dict[str, int] | None = None, tma: bool = True):
         """The runtime's kernel for `variant` (this view's when None) on `device`'s chip
-        (a `cuda.Device`; the first GPU when None), compiled once per variant and chip.
+        (a `cuda.Device`; the first GPU when None), compiled once per variant and chip;
+        with `tma` False, the variant whose loops stage by cp.async, not TMA (for
+        tensors whose rows TMA cannot read).
 
         A machine may hold GPUs of different chips: PTX for `sm_90` does not link on an
         `sm_80`, so each chip a launch's arrays live on gets its own compilation.
@@ -333,13 +356,16 @@ class Kernel:
         variant = self._variant if variant is None else variant
         chip = (device if device is not None else cuda.device(0)).target
         chips = self._gpu.setdefault(tuple(sorted((variant or {}).items())), {})
-        found = chips.get(chip)
+        slot = chip if tma else f"{chip}:no-tma"
+        found = chips.get(slot)
         if found is None:
+            from phobos.lower.options import without_tma
             from phobos.runtime.cache import KernelCache
             from phobos.runtime.launch_gpu import GpuKernel
 
-            built = self.compile(chip=chip, variant=variant)
-            found = chips[chip] = GpuKernel(built.contract, built.ptx, KernelCache())
+            with contextlib.nullcontext() if tma else without_tma():
+                built = self.compile(chip=chip, variant=variant)
+            found = chips[slot] = GpuKernel(built.contract, built.ptx, KernelCache())
         return found
 
     def _launch_gpu(self, grid, args: tuple, stream):
@@ -351,6 +377,8 @@ class Kernel:
         device = cuda.device(first_device(args, self._tensor_slots))
         variant = self._launch_variant(device, grid, args, stream)
         gpu = self._gpu_kernel(device, variant)
+        if gpu.contract.maps and not _tma_reads(gpu, args, stream):
+            gpu = self._gpu_kernel(device, variant, tma=False)
         counts = gpu.launch(grid, args, stream=stream)
         found = read(args, self._tensor_slots)
         if found is not None and found[0] in gpu._plans:

@@ -15,7 +15,10 @@ The slot convention (the lowering emits `.entry` parameters in this order):
      except the 16-bit floats, whose bits must survive;
 2. then one slot per dynamic dimension, in `dyn_dims` order (the order the tensor
    parameters first name them), of the index type: `.s32` (4 bytes) at index width
-   32, `.s64` (8 bytes) at 64.
+   32, `.s64` (8 bytes) at 64;
+3. then one slot per TMA tensor map (sm_90), in `maps` order: the 128 bytes of a
+   `CUtensorMap` in a `.param .align 64 .b8 name[128]`, which the launcher encodes
+   from the tensor's base and extents (`phobos.runtime.tensormap`).
 
 The file:
 
@@ -31,8 +34,13 @@ The file:
         "fingerprint": "phobos-0.1.0-...", "cache_key": null, "variant": {"BLOCK": 256}}]}
 
 `aligned` maps a dimension to the tile its `@aligned` promise gives, resolved for the
-variant. `Contract.from_json` checks all of it and refuses a corrupt or foreign file
-with a `ContractError` naming the file and the field.
+variant. A kernel with tensor maps also has `"maps"`, each as `{"name": "A_tmap",
+"tensor": "A", "elem": "f16", "dims": ["M", "K"], "box": [128, 64], "swizzle": "128B",
+"fill": "zero"}`, with its slot `{"kind": "tmap", "name": "A_tmap", "ptx_type": "tmap",
+"width": 128}`; a kernel without maps has no `"maps"`, as no file written before them
+has, so those read as they always did (version 1 still). `Contract.from_json` checks
+all of it and refuses a corrupt or foreign file with a `ContractError` naming the file
+and the field.
 
     >>> k = KernelContract.build("scale", [("x", "tensor", ("f32", ("N",))),
     ...     ("alpha", "scalar", "f32")], dyn_dims=("N",), chip="sm_90", fingerprint="fp")
@@ -53,6 +61,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from phobos.runtime import tensormap
+
 FORMAT = "phobos-launch-contract"
 VERSION = 1
 
@@ -72,7 +82,8 @@ SCALAR_SLOTS: dict[str, tuple[str, int]] = {
 }
 POINTER_SLOT = ("u64", 8)
 EXTENT_SLOTS = {32: ("s32", 4), 64: ("s64", 8)}
-KINDS = ("ptr", "scalar", "extent")
+TMAP_SLOT = ("tmap", 128)  # a CUtensorMap: `.param .align 64 .b8 name[128]`
+KINDS = ("ptr", "scalar", "extent", "tmap")
 ELEMENT_TYPES = tuple(SCALAR_SLOTS)
 
 
@@ -95,8 +106,8 @@ class Param:
     """One `.entry` parameter slot."""
 
     slot: int
-    kind: str  # "ptr" | "scalar" | "extent"
-    name: str  # the kernel parameter, or the dimension for an extent
+    kind: str  # "ptr" | "scalar" | "extent" | "tmap"
+    name: str  # the kernel parameter, the dimension for an extent, the map for a tmap
     ptx_type: str
     width: int
 
@@ -111,6 +122,37 @@ class TensorSpec:
     @property
     def rank(self) -> int:
         return len(self.dims)
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """A TMA tensor map the kernel reads the 2-D tensor parameter `tensor` through:
+    its slot's `name`, the tensor's `elem` and `dims` (rows, cols: an int or a
+    dimension's name), the `box` (rows, cols) one copy moves, its `swizzle` in shared
+    memory and the `fill` of elements past the tensor ("zero", the only one).
+
+        >>> A = TensorMapSpec("A_tmap", "A", "f16", ("M", "K"), (128, 64))
+        >>> k = KernelContract.build("gemm", [("A", "tensor", ("f16", ("M", "K")))],
+        ...     dyn_dims=("M", "K"), chip="sm_90", fingerprint="", maps=[A])
+        >>> [(p.slot, p.kind, p.name, p.ptx_type, p.width) for p in k.params[1:]]
+        [(1, 'extent', 'M', 's32', 4), (2, 'extent', 'K', 's32', 4), (3, 'tmap', 'A_tmap', 'tmap', 128)]
+        >>> k.arguments, k.dyn_dims
+        (('A',), ('M', 'K'))
+    """
+
+    name: str
+    tensor: str
+    elem: str
+    dims: tuple[int | str, int | str]
+    box: tuple[int, int]
+    swizzle: str = "128B"
+    fill: str = "zero"
+
+    @classmethod
+    def of(cls, m: Any) -> TensorMapSpec:
+        """The spec of a map with these fields (an `lir.TensorMap`: its fill is zero)."""
+        fill = getattr(m, "fill", "zero")
+        return cls(m.name, m.tensor, m.elem, tuple(m.dims), tuple(m.box), m.swizzle, fill)
 
 
 @dataclass(frozen=True)
@@ -133,11 +175,12 @@ class KernelContract:
     cache_key: str | None = None
     variant: dict[str, int] = field(default_factory=dict)
     aligned: dict[str, int] = field(default_factory=dict)
+    maps: tuple[TensorMapSpec, ...] = ()
 
     @property
     def arguments(self) -> tuple[str, ...]:
         """The kernel's parameters, in order (the ptr and scalar slots)."""
-        return tuple(p.name for p in self.params if p.kind != "extent")
+        return tuple(p.name for p in self.params if p.kind in ("ptr", "scalar"))
 
     @property
     def dyn_dims(self) -> tuple[str, ...]:
@@ -154,11 +197,13 @@ class KernelContract:
         fingerprint: str,
         index_width: int = 32,
         entry: str | None = None,
+        maps: Iterable[Any] = (),
         **rest: Any,
     ) -> KernelContract:
         """A contract whose slots follow the convention: `params` are (name, "tensor",
-        (elem, dims)) or (name, "scalar", type), in declaration order; `rest` gives the
-        other fields."""
+        (elem, dims)) or (name, "scalar", type), in declaration order; `maps` the
+        kernel's tensor maps (`TensorMapSpec`s, or `lir.TensorMap`s); `rest` gives the
+        other fields. A map that breaks a rule is the compiler's fault: a `ValueError`."""
         slots: list[Param] = []
         tensors: dict[str, TensorSpec] = {}
         scalars: dict[str, str] = {}
@@ -172,6 +217,14 @@ class KernelContract:
                 slots.append(Param(len(slots), "scalar", pname, *SCALAR_SLOTS[spec]))
         for dim in dyn_dims:
             slots.append(Param(len(slots), "extent", dim, *EXTENT_SLOTS[index_width]))
+        specs = tuple(TensorMapSpec.of(m) for m in maps)
+        for m in specs:
+            problem = _map_problem(m, tensors, scalars)
+            if problem is not None:
+                raise ValueError(f"tensor map `{m.name}`: `{problem[0]}` {problem[1]}")
+            slots.append(Param(len(slots), "tmap", m.name, *TMAP_SLOT))
+        if len({m.name for m in specs}) != len(specs):
+            raise ValueError("two tensor maps share a name")
         return cls(
             name=name,
             entry=entry or name,
@@ -181,13 +234,17 @@ class KernelContract:
             chip=chip,
             fingerprint=fingerprint,
             index_width=index_width,
+            maps=specs,
             **rest,
         )
 
     @classmethod
-    def for_kernel(cls, kernel: Any, *, chip: str, fingerprint: str, **rest: Any) -> KernelContract:
+    def for_kernel(
+        cls, kernel: Any, *, chip: str, fingerprint: str, maps: Iterable[Any] = (), **rest: Any
+    ) -> KernelContract:
         """The contract of a checked kernel (`hir.Kernel`) by the slot convention;
-        `rest` gives the fields the compiler decides (`entry`, `static_smem`, ..)."""
+        `maps` are the lowered kernel's tensor maps (`lir.Kernel.maps`), `rest` the
+        fields the compiler decides (`entry`, `static_smem`, ..)."""
         from phobos.sema import hir
 
         params = []
@@ -212,11 +269,12 @@ class KernelContract:
             threads=rest.pop("threads", kernel.threads),
             variant=variant,
             aligned=aligned,
+            maps=maps,
             **rest,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "name": self.name,
             "entry": self.entry,
             "params": [
@@ -246,6 +304,20 @@ class KernelContract:
             "cache_key": self.cache_key,
             "variant": dict(self.variant),
         }
+        if self.maps:  # absent without maps: such a file reads as it always did
+            data["maps"] = [
+                {
+                    "name": m.name,
+                    "tensor": m.tensor,
+                    "elem": m.elem,
+                    "dims": list(m.dims),
+                    "box": list(m.box),
+                    "swizzle": m.swizzle,
+                    "fill": m.fill,
+                }
+                for m in self.maps
+            ]
+        return data
 
 
 @dataclass(frozen=True)
@@ -301,8 +373,38 @@ _KERNEL_FIELDS = {
     "cache_key": (str, type(None)),
     "variant": dict,
 }
+_OPTIONAL_FIELDS = {"maps": list}  # absent in a file written before maps, or without any
+_MAP_FIELDS = {
+    "name": str,
+    "tensor": str,
+    "elem": str,
+    "dims": list,
+    "box": list,
+    "swizzle": str,
+    "fill": str,
+}
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list"}
 _TYPE_NAMES |= {dict: "an object"}
+
+
+def _map_problem(m: TensorMapSpec, tensors, scalars) -> tuple[str, str] | None:
+    """What is wrong with map `m` in a kernel of these tensors and scalars, as (its
+    field, why), or None: it reads a declared 2-D tensor as declared, by the rules of
+    `tensormap.map_problem`."""
+    if not m.name:
+        return "name", "is empty"
+    if m.name in tensors or m.name in scalars:
+        return "name", f"is `{m.name}`, which names a parameter too"
+    t = tensors.get(m.tensor)
+    if t is None:
+        return "tensor", f"is `{m.tensor}`, not a tensor parameter"
+    if t.rank != 2:
+        return "tensor", f"is `{m.tensor}`, of rank {t.rank}: a tensor map reads a 2-D tensor"
+    if m.elem != t.elem:
+        return "elem", f"is {m.elem}, but `{m.tensor}` has {t.elem} elements"
+    if tuple(m.dims) != t.dims:
+        return "dims", f"is {list(m.dims)}, but `{m.tensor}` is {list(t.dims)}"
+    return tensormap.map_problem(m)
 
 
 class _Reader:
@@ -360,8 +462,9 @@ class _Reader:
     def kernel(self, obj: Any, where: str) -> KernelContract:
         if not isinstance(obj, dict):
             raise self.fail(where, "is not an object")
-        self.no_extra(obj, _KERNEL_FIELDS, where)
+        self.no_extra(obj, {**_KERNEL_FIELDS, **_OPTIONAL_FIELDS}, where)
         v = {k: self.get(obj, k, t, f"{where}.{k}") for k, t in _KERNEL_FIELDS.items()}
+        found = self.get(obj, "maps", list, f"{where}.maps") if "maps" in obj else []
         if v["index_width"] not in EXTENT_SLOTS:
             raise self.fail(f"{where}.index_width", f"is {v['index_width']}, not 32 or 64")
         for key in ("threads", "static_smem", "dynamic_smem"):
@@ -377,7 +480,14 @@ class _Reader:
             self.param(p, i, v["index_width"], f"{where}.params[{i}]")
             for i, p in enumerate(v["params"])
         )
-        self.agree(params, tensors, scalars, v["index_width"], where)
+        maps = tuple(self.tensor_map(m, f"{where}.maps[{i}]") for i, m in enumerate(found))
+        for i, m in enumerate(maps):
+            problem = _map_problem(m, tensors, scalars)
+            if problem is not None:
+                raise self.fail(f"{where}.maps[{i}].{problem[0]}", problem[1])
+            if m.name in [n.name for n in maps[:i]]:
+                raise self.fail(f"{where}.maps[{i}].name", f"repeats the tensor map `{m.name}`")
+        self.agree(params, tensors, scalars, maps, v["index_width"], where)
         for key in ("variant", "aligned"):
             for n, value in v[key].items():
                 if not isinstance(value, int) or isinstance(value, bool):
@@ -389,7 +499,28 @@ class _Reader:
             params=params,
             tensors=tensors,
             scalars=scalars,
+            maps=maps,
         )
+
+    def tensor_map(self, obj: Any, where: str) -> TensorMapSpec:
+        if not isinstance(obj, dict):
+            raise self.fail(where, "is not an object")
+        self.no_extra(obj, _MAP_FIELDS, where)
+        v = {k: self.get(obj, k, t, f"{where}.{k}") for k, t in _MAP_FIELDS.items()}
+        for key in ("dims", "box"):
+            if len(v[key]) != 2:
+                raise self.fail(f"{where}.{key}", f"has {len(v[key])} entries, not 2 (rows, cols)")
+            for i, d in enumerate(v[key]):
+                ok = isinstance(d, int) and not isinstance(d, bool) and d > 0
+                if key == "dims":
+                    ok = ok or (isinstance(d, str) and d != "")
+                if not ok:
+                    what = "an extent or name" if key == "dims" else "a positive integer"
+                    raise self.fail(f"{where}.{key}[{i}]", f"is {json.dumps(d)}, not {what}")
+        return TensorMapSpec(
+            v["name"], v["tensor"], v["elem"], tuple(v["dims"]), tuple(v["box"]), v["swizzle"],
+            v["fill"],
+        )  # fmt: skip
 
     def tensor(self, obj: Any, where: str) -> TensorSpec:
         if not isinstance(obj, dict):
@@ -421,16 +552,32 @@ class _Reader:
         if p.slot != index:
             raise self.fail(f"{where}.slot", f"is {p.slot}, but the slots number 0, 1, 2, ..")
         if p.kind not in KINDS:
-            raise self.fail(f"{where}.kind", f"is {json.dumps(p.kind)}, not ptr, scalar or extent")
+            raise self.fail(
+                f"{where}.kind", f"is {json.dumps(p.kind)}, not ptr, scalar, extent or tmap"
+            )
         return p
 
-    def agree(self, params, tensors, scalars, index_width, where: str) -> None:
-        """The slots follow the convention and name the declared tensors and scalars."""
+    def agree(self, params, tensors, scalars, maps, index_width, where: str) -> None:
+        """The slots follow the convention and name the declared tensors, scalars and maps."""
         seen_extent = False
         names = {d for t in tensors.values() for d in t.dims if isinstance(d, str)}
         args: list[str] = []
+        slotted_maps: list[str] = []
         for p in params:
             at = f"{where}.params[{p.slot}]"
+            if p.kind == "tmap":
+                if p.name not in [m.name for m in maps]:
+                    raise self.fail(f"{at}.name", f"is `{p.name}`, which `maps` does not declare")
+                if (p.ptx_type, p.width) != TMAP_SLOT:
+                    raise self.fail(
+                        at,
+                        f"is .{p.ptx_type} of {p.width} bytes, but a tensor map is "
+                        f".{TMAP_SLOT[0]} of {TMAP_SLOT[1]}",
+                    )
+                slotted_maps.append(p.name)
+                continue
+            if slotted_maps:
+                raise self.fail(at, "is a parameter or extent slot after a tensor map slot")
             if p.kind == "ptr":
                 expected, table = POINTER_SLOT, tensors
             elif p.kind == "scalar":
@@ -472,3 +619,13 @@ class _Reader:
         unslotted = sorted(names - set(dims))
         if unslotted:
             raise self.fail(f"{where}.params", f"has no extent slot for `{unslotted[0]}`")
+        declared = [m.name for m in maps]
+        if slotted_maps != declared:
+            missing = [n for n in declared if n not in slotted_maps]
+            if missing:
+                why = f"has no slot for the tensor map `{missing[0]}`"
+            elif len(set(slotted_maps)) != len(slotted_maps):
+                why = "repeats a tensor map slot"
+            else:
+                why = "has the tensor map slots in another order than `maps`"
+            raise self.fail(f"{where}.params", why)

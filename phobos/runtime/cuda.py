@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint, c_void_p
+from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint, c_uint64, c_void_p
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -115,6 +115,11 @@ _SIGNATURES: dict[str, tuple[str, list[Any]]] = {
     "cuMemsetD8": ("cuMemsetD8_v2", [c_size_t, ctypes.c_ubyte, c_size_t]),
     "cuMemcpyDtoD": ("cuMemcpyDtoD_v2", [c_size_t, c_size_t, c_size_t]),
     "cuStreamIsCapturing": ("cuStreamIsCapturing", [c_void_p, _p(c_int)]),
+    "cuTensorMapEncodeTiled": (
+        "cuTensorMapEncodeTiled",
+        [c_void_p, c_int, c_uint, c_void_p, _p(c_uint64), _p(c_uint64), _p(c_uint), _p(c_uint)]
+        + [c_int, c_int, c_int, c_int],
+    ),
 }
 
 
@@ -622,3 +627,50 @@ def stream_capturing(stream: int) -> bool:
         return True
     check(code, "cuStreamIsCapturing")
     return status.value != CAPTURE_NONE
+
+
+# ---------------------------------------------------------------------------
+# TMA tensor maps (phobos.runtime.tensormap decides the arguments)
+
+TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)
+TENSOR_MAP_ALIGN = 64  # the driver writes it, and PTX reads it, at a 64-byte boundary
+
+
+def aligned_buffer(size: int, align: int) -> ctypes.Array:
+    """A zeroed ctypes array of `size` bytes whose address is a multiple of `align`
+    (a view into a larger buffer, which it keeps alive).
+
+    >>> buf = aligned_buffer(TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN)
+    >>> ctypes.sizeof(buf), ctypes.addressof(buf) % 64, bytes(buf) == bytes(128)
+    (128, 0, True)
+    """
+    raw = (ctypes.c_ubyte * (size + align - 1))()
+    return (ctypes.c_ubyte * size).from_buffer(raw, -ctypes.addressof(raw) % align)
+
+
+def tensor_map_encode_tiled(
+    data_type: int,
+    rank: int,
+    address: int,
+    dims: tuple[int, ...],
+    strides: tuple[int, ...],
+    box: tuple[int, ...],
+    element_strides: tuple[int, ...],
+    interleave: int,
+    swizzle: int,
+    l2_promotion: int,
+    oob_fill: int,
+) -> bytes:
+    """`cuTensorMapEncodeTiled`: the 128 bytes of the `CUtensorMap` it writes. `dims`,
+    `box` and `element_strides` have `rank` entries, innermost first; `strides`, in
+    bytes, `rank - 1`; the enums are plain ints."""
+    init()
+    out = aligned_buffer(TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN)
+    status = _fn("cuTensorMapEncodeTiled")(
+        ctypes.addressof(out), data_type, rank, address,
+        (c_uint64 * len(dims))(*dims), (c_uint64 * len(strides))(*strides),
+        (c_uint * len(box))(*box), (c_uint * len(element_strides))(*element_strides),
+        interleave, swizzle, l2_promotion, oob_fill,
+    )  # fmt: skip
+    check(status, "cuTensorMapEncodeTiled")
+    return bytes(out)

@@ -91,11 +91,12 @@ class Plan:
 
     A plan owns its slots (a `Packer` of its own), filled from that first launch: the
     extents, fixed by the signature, are never written again; a later launch writes
-    only the pointers and the scalars.
+    only the pointers and the scalars, and encodes a TMA tensor map again when its
+    tensor's pointer changed (its extents are the signature's too).
     """
 
     def __init__(self, kernel, bound, function) -> None:
-        from phobos.runtime.launch_gpu import Packer
+        from phobos.runtime.launch_gpu import Packer, map_extents
 
         contract = kernel.contract
         self.function = function
@@ -120,6 +121,11 @@ class Plan:
             elif kind == 1:
                 stype = contract.scalars[name]
                 self.scalars.append((value, contract.arguments.index(name), stype))
+        # Per tensor map: its slot's index, its tensor's position, the fixed extents.
+        self.maps = [
+            (i, tensors.index(m.tensor), *map_extents(m, bound.dims))
+            for i, (_slot, m) in enumerate(self.packer.maps)
+        ]
 
     def launch(self, grid, args, pointers, stream) -> bool:
         """Launch, or return False for the whole path to handle (and explain) it."""
@@ -138,6 +144,8 @@ class Plan:
                 if ptr & 15:  # binding for the GPU checked 16-byte alignment; keep checking it
                     return False
                 value.value = ptr
+            for i, t, rows, cols in self.maps:  # a cheap no-op while the pointer stays
+                self.packer.write_map(i, pointers[t], rows, cols)
             for value, i, stype in self.scalars:
                 v = _scalar(args[i], stype)
                 if v is None:

@@ -6,7 +6,9 @@ parameter before the driver is called — against parameters made from the contr
 (`params_of`). A `Packer`, built once per contract, holds one ctypes value per slot
 and the array of their addresses `cuLaunchKernel` reads; a launch only reassigns the
 values (the driver copies them at the call, so reuse is safe). Packing follows the
-slot convention `phobos.runtime.contract` sets down.
+slot convention `phobos.runtime.contract` sets down; a TMA tensor map's slot holds the
+128 bytes `cuTensorMapEncodeTiled` made from its tensor's pointer and extents, encoded
+again only when they change (`phobos.runtime.tensormap`).
 
     kernel = GpuKernel(contract, ptx)             # one kernel of a K.ptx / K.json pair
     kernel.launch((blocks,), (x, y, out, 2.0))    # arrays: CUDA array interface or DLPack
@@ -25,7 +27,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from phobos.runtime import cuda
+from phobos.runtime import cuda, tensormap
 from phobos.runtime.binding import Bound, bind, resolve_grid
 from phobos.runtime.cache import KernelCache, Key, compiler_fingerprint, entry_key
 from phobos.runtime.contract import KernelContract
@@ -66,6 +68,9 @@ class Packer:
     """The `.entry` slots of one contract as ctypes values, and `params`, the array
     of their addresses. `pack(bound)` writes a launch's values and returns `params`.
 
+    A tensor map's slot is a 64-byte-aligned 128-byte buffer; `maps` holds (slot, map)
+    for each, and `map_keys` the (pointer, rows, cols) each slot's bytes encode.
+
         >>> from phobos.runtime.contract import KernelContract
         >>> k = KernelContract.build("k", [("x", "tensor", ("f32", ("N",))),
         ...     ("flag", "scalar", "bool")], dyn_dims=("N",), chip="sm_90", fingerprint="")
@@ -76,22 +81,29 @@ class Packer:
 
     def __init__(self, contract: KernelContract):
         self.contract = contract
-        self.values = [SLOT_CTYPES[p.ptx_type]() for p in contract.params]
+        self.values = [_slot_value(p) for p in contract.params]
         self.params = (ctypes.c_void_p * max(len(self.values), 1))(
             *(ctypes.addressof(v) for v in self.values)
         )
         self.lock = threading.Lock()  # one launch at a time writes the values
         kinds = {"ptr": _PTR, "scalar": _SCALAR, "extent": _EXTENT}
+        by_name = {m.name: m for m in contract.maps}
         self.plan = []
+        self.maps: list[tuple[Any, Any]] = []
         for p, value in zip(contract.params, self.values, strict=True):
+            if p.kind == "tmap":
+                tensormap.check_map(by_name[p.name])
+                self.maps.append((value, by_name[p.name]))
+                continue
             convert = _SCALAR_VALUE.get(contract.scalars.get(p.name, ""))
             limit = None
             if p.kind == "extent":
                 limit = (1 << (8 * p.width - 1)) - 1
             self.plan.append((value, kinds[p.kind], p.name, convert, limit))
+        self.map_keys: list[tuple | None] = [None] * len(self.maps)
 
     def pack(self, bound: Bound):
-        """Write `bound`'s pointers, scalars and extents into the slots."""
+        """Write `bound`'s pointers, scalars, extents and tensor maps into the slots."""
         for value, kind, name, convert, limit in self.plan:
             if kind == _PTR:
                 value.value = bound.arrays[name].ptr
@@ -103,7 +115,21 @@ class Packer:
                 if n > limit:
                     raise self._too_long(name, n)
                 value.value = n
+        for i, (_slot, m) in enumerate(self.maps):
+            rows, cols = map_extents(m, bound.dims)
+            self.write_map(i, bound.arrays[m.tensor].ptr, rows, cols)
         return self.params
+
+    def write_map(self, i: int, ptr: int, rows: int, cols: int) -> None:
+        """Encode tensor map `i` into its slot for a tensor at `ptr` of `rows` x `cols`,
+        unless the slot holds that encoding already; refuses a tensor TMA cannot read
+        (an `ArgumentValueError`) before any launch."""
+        key = (ptr, rows, cols)
+        if self.map_keys[i] != key:
+            slot, m = self.maps[i]
+            data = tensormap.encode(m, ptr, rows, cols, kernel=self.contract.name)
+            ctypes.memmove(slot, data, len(data))
+            self.map_keys[i] = key
 
     def _too_long(self, dim: str, n: int) -> LaunchError:
         c = self.contract
@@ -114,6 +140,23 @@ class Packer:
             f"argument `{param}` binds {dim} = {n}, more than a {c.index_width}-bit index holds",
             help="compile the kernel with 64-bit indices",
         )
+
+
+def _slot_value(p):
+    if p.kind == "tmap":
+        return cuda.aligned_buffer(cuda.TENSOR_MAP_BYTES, cuda.TENSOR_MAP_ALIGN)
+    return SLOT_CTYPES[p.ptx_type]()
+
+
+def map_extents(m, dims: dict[str, int]) -> tuple[int, int]:
+    """The (rows, cols) of map `m`'s tensor at a launch binding `dims`.
+
+    >>> from phobos.runtime.contract import TensorMapSpec
+    >>> map_extents(TensorMapSpec("A_tmap", "A", "f16", ("M", 64), (128, 64)), {"M": 256})
+    (256, 64)
+    """
+    rows, cols = (d if isinstance(d, int) else dims[d] for d in m.dims)
+    return rows, cols
 
 
 def params_of(contract: KernelContract) -> tuple[hir.Sym, ...]:

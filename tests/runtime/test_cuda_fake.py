@@ -2,13 +2,16 @@
 
 `FakeDriver` stands in for `libcuda.so.1`: each driver function is a method taking
 what the binding passes (ctypes pointers for out-parameters, which it writes), and
-every call is recorded. test_launch_gpu_pack.py launches through it too.
+every call is recorded. test_launch_gpu_pack.py launches through it too. Its
+`cuTensorMapEncodeTiled` records its arguments in `tensor_maps` and writes the 128
+bytes `fake_map_bytes` derives from them.
 """
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import hashlib
 
 import pytest
 
@@ -30,6 +33,13 @@ ATTRIBUTES = {
 PTXAS_LOG = b"ptxas application ptx input, line 7; error   : Unknown symbol 'nope'"
 
 
+def fake_map_bytes(args: dict) -> bytes:
+    """The 128 bytes the fake driver encodes a tensor map of these arguments as: a
+    digest of them, so two maps differ exactly where their arguments do."""
+    digest = hashlib.sha256(repr(sorted(args.items())).encode()).digest()
+    return digest * 4
+
+
 class FakeDriver:
     """A CUDA driver with `devices` GPUs, recording calls. Each GPU is of compute
     capability 9.0 unless `capabilities` gives a (major, minor) per ordinal."""
@@ -48,6 +58,9 @@ class FakeDriver:
         }
         self.blocks_per_sm = 2
         self.launches: list[dict] = []
+        self.tensor_maps: list[dict] = []  # each cuTensorMapEncodeTiled's arguments
+        self.map_addresses: list[int] = []  # and where it wrote the map
+        self.slot_widths: dict[int, int] = {}  # slot index -> bytes a launch records (8)
         self._logs: dict[int, int] = {}
 
     def names(self) -> list[str]:
@@ -170,7 +183,11 @@ class FakeDriver:
                 block=(bx, by, bz),
                 shared=shared,
                 stream=stream,
-                slots=[ctypes.string_at(a, 8) if a else b"" for a in addresses],
+                slots=[
+                    ctypes.string_at(a, self.slot_widths.get(i, 8)) if a else b""
+                    for i, a in enumerate(addresses)
+                ],
+                addresses=addresses,
             )
         )
         return self._record(name)
@@ -182,6 +199,30 @@ class FakeDriver:
         return self._launch(
             "cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shared, stream, params
         )
+
+    def cuTensorMapEncodeTiled(
+        self, tmap, dtype, rank, address, dims, strides, box, estrides, interleave, swizzle,
+        l2, fill,
+    ):  # fmt: skip
+        args = dict(
+            data_type=dtype,
+            rank=rank,
+            address=address,
+            dims=tuple(dims[:rank]),
+            strides=tuple(strides[: rank - 1]),
+            box=tuple(box[:rank]),
+            element_strides=tuple(estrides[:rank]),
+            interleave=interleave,
+            swizzle=swizzle,
+            l2_promotion=l2,
+            oob_fill=fill,
+        )
+        self.tensor_maps.append(args)
+        self.map_addresses.append(tmap)
+        status = self._record("cuTensorMapEncodeTiled", args)
+        if not status:
+            ctypes.memmove(tmap, fake_map_bytes(args), 128)
+        return status
 
     # streams, events, memory
     def cuStreamCreate(self, out, flags):

@@ -1,0 +1,76 @@
+"""The Hopper GEMM on the card: the TMA-ring forms of tests/lower/test_lower_tma.py and
+examples/hgemm.py, launched as a user launches them (their arrays on an H100 or H200
+compile for sm_90a), f16 and bf16, `dot` and `dot_t`, at ragged sizes, on fresh random
+inputs with outputs poisoned with NaN first, against the tile interpreter (f16) and a
+float64 reference. Tensors whose rows TMA cannot read (a pitch that is not a multiple of
+16 bytes) take the variant without TMA and still agree; `@aligned` (the example) drops
+the masks.
+
+The kernels are the CPU tests' own `.ph` sources, put in the Python spelling by `ph2py`
+and imported, so the card runs exactly what the threads interpreter ran.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gpukit import torch_on_a_gpu
+
+torch = torch_on_a_gpu()
+
+import test_lower_tma as forms  # noqa: E402
+from lowerkit import python_kernel  # noqa: E402
+from test_tensorcore_gpu import both, close, nan, operand, out  # noqa: E402
+
+from phobos.runtime import cuda  # noqa: E402
+
+if not cuda.device(0).target == "sm_90a":
+    pytest.skip("the Hopper GEMM needs sm_90a (an H100 or H200)", allow_module_level=True)
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+@pytest.mark.parametrize("form", sorted(forms.FORMS))
+@pytest.mark.parametrize("m, n, k", [(200, 136, 200), (72, 40, 48), (300, 264, 520)])
+def test_a_tma_ring_gemm_on_the_card(form, elem, m, n, k, tmp_path):
+    kern = python_kernel(forms.source(form, elem), tmp_path, f"{form}_{elem}")
+    transposed = forms.FORMS[form][1]
+    tile_n = 64 if transposed else 128
+    a = operand(elem, (m, k))
+    b = operand(elem, (n, k) if transposed else (k, n))
+    grid = (-(-m // 128), -(-n // tile_n))
+    got, want = both(kern, grid, {"A": a, "B": b, "C": nan(m, n)})
+    ref = a[0].astype(np.float64) @ (b[0].astype(np.float64).T if transposed else b[0])
+    close(got["C"], out(want, "C"), 1e-3, 1e-3)
+    close(got["C"], ref, 1e-3, 1e-3)
+
+
+@pytest.mark.parametrize("form", sorted(forms.FORMS))
+def test_rows_tma_cannot_read_take_the_variant_without_tma(form, tmp_path):
+    kern = python_kernel(forms.source(form, "f16"), tmp_path, f"{form}_odd")
+    transposed = forms.FORMS[form][1]
+    m, n, k = 132, 72, 100  # K = 100 f16: rows of 200 bytes
+    a = operand("f16", (m, k))
+    b = operand("f16", (n, k) if transposed else (k, n))
+    grid = (-(-m // 128), -(-n // (64 if transposed else 128)))
+    got, want = both(kern, grid, {"A": a, "B": b, "C": nan(m, n)})
+    ref = a[0].astype(np.float64) @ (b[0].astype(np.float64).T if transposed else b[0])
+    close(got["C"], ref, 1e-3, 1e-3)
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+@pytest.mark.parametrize("tile_n", [128, 256])
+def test_the_hgemm_example_on_the_card(elem, tile_n):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from examples.hgemm import hgemm, hgemm_bf16
+
+    kern = (hgemm if elem == "f16" else hgemm_bf16).variant(TILE_N=tile_n, TILE_K=64, T=256)
+    m, n, k = 384, 2 * tile_n, 640
+    a, b = operand(elem, (m, k)), operand(elem, (k, n))
+    c = nan(m, n)
+    kern[(m // 128, n // tile_n)](a[1], b[1], c[1])
+    torch.cuda.synchronize()
+    got = c[1].cpu().numpy()
+    close(got, a[0].astype(np.float64) @ b[0].astype(np.float64), 1e-3, 1e-3)
