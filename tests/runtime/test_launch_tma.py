@@ -26,10 +26,10 @@ def gemm(
     pn: ph.let = ph.ctx.block.y
     acc: ph.var[ph.tile[ph.f32][128, 128]] = 0.0
     for kt in range(0, K, 64):  # noqa: F821
-        a: ph.var = A[pm * 128 :+ 128, kt :+ 64]
-        b: ph.var = B[kt :+ 64, pn * 128 :+ 128]
+        a: ph.var = A[pm * 128 : +128, kt:+64]
+        b: ph.var = B[kt:+64, pn * 128 : +128]
         acc += ph.dot(a, b)
-    C[pm * 128 :+ 128, pn * 128 :+ 128] = acc
+    C[pm * 128 : +128, pn * 128 : +128] = acc
 
 
 class Dev:
