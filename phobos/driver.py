@@ -519,6 +519,7 @@ def contract_of(checked, lowered, ptx: str, chip: str, source_key: str | None = 
         dynamic_smem=lowered.smem if lowered.dynamic_smem else 0,
         cache_key=str(key),
         maps=lowered.maps,
+        threads=lowered.threads,  # the kernel's, and a producer warpgroup's where it has one
     )
     if lowered.name != checked.name:
         contract = dataclasses.replace(contract, name=lowered.name)

@@ -71,6 +71,13 @@ ANY = "*"  # a buffer or layout that stands for every one
 ASYNC = ("async",)  # the layout of a cp.async write: no thread reads it as its own
 
 
+def _barrier_srcs(lw) -> tuple:
+    """`bar.sync 0`, or the lowering's own (a named barrier of the consumers, where a
+    producer warpgroup runs beside them)."""
+    own = getattr(lw, "barrier_srcs", None)
+    return own() if own is not None else (Imm(0, "u32"),)
+
+
 class Slot(NamedTuple):
     """A ring's stage: the bytes of `buffer` that the turn `turns` ahead reads."""
 
@@ -281,9 +288,10 @@ class Tracker:
         watch.segment = []
         watch.open = True
 
-    def barrier(self, force: bool = False) -> None:
-        """Emit `bar.sync 0` and forget what was pending."""
-        self.lw.b.emit("bar", (), (Imm(0, "u32"),))
+    def barrier(self, force: bool = False, whole: bool = False) -> None:
+        """Emit `bar.sync 0` (or the lowering's own barrier of its threads; `whole`:
+        barrier 0 of the CTA, a producer warpgroup too) and forget what was pending."""
+        self.lw.b.emit("bar", (), (Imm(0, "u32"),) if whole else _barrier_srcs(self.lw))
         self.count += 1
         self.pending = []
         here = self.lw.b.stack[-1]
@@ -300,7 +308,7 @@ class Tracker:
         for watch in self.watches:
             watch.eligible = False
         if not a.hoisted:
-            a.items.insert(a.index, lir.inst("bar", (), (Imm(0, "u32"),), span=self.lw.b.span))
+            a.items.insert(a.index, lir.inst("bar", (), _barrier_srcs(self.lw), span=self.lw.b.span))
             a.hoisted = True
             self.count += 1
             log.debug("barrier hoisted out of varying control")

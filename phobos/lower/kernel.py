@@ -339,6 +339,53 @@ class Lowering:
         for s in blk.stmts:
             self.stmt(s)
 
+    # -- a producer warpgroup ------------------------------------------------
+
+    @property
+    def specialized(self) -> bool:
+        """Whether a producer warpgroup, past the kernel's own threads, issues the TMA
+        ring's loads (`phobos.lower.tma`): then the CTA has `launch_threads`, the
+        kernel's threads (`ctx.threads`) are the consumers, and every statement but
+        the ring's loop and the scalar ones runs in them alone."""
+        return self.plan is not None and self.plan.specialized
+
+    @property
+    def launch_threads(self) -> int:
+        return self.threads + 128 if self.specialized else self.threads
+
+    def consumers(self) -> Reg:
+        """True in the kernel's own threads (not the producer warpgroup's)."""
+        b = self.b
+        return b.once(("consumers",), lambda: b.op("setp", "pred", self.sreg("tid.x"),
+                                                   Imm(self.threads, "u32"), cmp="lt",
+                                                   type="u32"))  # fmt: skip
+
+    def barrier_srcs(self) -> tuple:
+        """A CTA barrier's operands: barrier 0 for the whole CTA; with a producer
+        warpgroup, named barrier 1 counting the consumers alone."""
+        if self.specialized:
+            return (Imm(1, "u32"), Imm(self.threads, "u32"))
+        return (Imm(0, "u32"),)
+
+    def top_block(self, blk: hir.Block) -> None:
+        """The kernel's body: with a producer warpgroup, each statement but the ring's
+        loop and the scalar ones guarded to run in the consumers alone."""
+        if not self.specialized:
+            self.block(blk)
+            return
+        for s in blk.stmts:
+            if _scalar_only(s) or (isinstance(s, hir.For) and self._rings_by_tma(s)):
+                self.stmt(s)
+                continue
+            with self.b.region() as body:
+                self.stmt(s)
+            self.b.add(lir.If(self.consumers(), body.block, None, span=s.span))
+
+    def _rings_by_tma(self, s: hir.For) -> bool:
+        from phobos.lower.tma import staged_by_tma
+
+        return staged_by_tma(self, s)
+
     def stmt(self, s: hir.Stmt) -> None:
         saved = self.b.span
         self.b.span = s.span or saved
@@ -542,6 +589,16 @@ class Lowering:
 
     def elem_bytes(self, t: str) -> int:
         return BYTES[t]
+
+
+def _scalar_only(s) -> bool:
+    """Whether `s` binds a scalar of registers alone (a `let` or `var` of a scalar whose
+    value reads no memory a tile statement writes): every thread may run it."""
+    if not isinstance(s, (hir.Let, hir.VarDecl)) or not isinstance(s.sym.type, hir.Scalar):
+        return False
+    from phobos.lower.hirwalk import walk
+
+    return not any(isinstance(n, hir.Slice) for n in walk(s))
 
 
 def _jumps(*blocks) -> list[str]:

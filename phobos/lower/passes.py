@@ -71,14 +71,14 @@ def _place(lw, made: dict[str, Any]) -> placement.Plan:
 def _generate(lw, made: dict[str, Any]) -> lir.Kernel:
     k = lw.k
     lw.trap_broken_alignment()
-    lw.block(made["normalise"])
+    lw.top_block(made["normalise"])
     pipeline.check_asserted(lw)  # `@pipeline` asserts that some loop was staged ahead
     launch = getattr(k.attrs, "launch", None)
     return lir.Kernel(
         k.name,
         tuple(lw.params),
         lw.b.finish(),
-        threads=k.threads,
+        threads=lw.launch_threads,
         smem=lw.smem,
         shared=tuple(lw.shared),
         dynamic_smem=bool(getattr(k.attrs, "dynshared", False)),

@@ -149,7 +149,9 @@ class Plan:
     widened: dict = field(default_factory=dict)
     slots: tuple = ()  # the scratch's slots (views of its bytes), taken in turn
     exchanges: int = 0  # CTA exchanges lowered so far
-    mbarriers: SharedBuffer | None = None  # a TMA ring's: one 8-byte word a stage
+    mbarriers: SharedBuffer | None = None  # a TMA ring's: one 8-byte word a stage (two
+    # where `specialized`: the stage's `full` then, S words on, its `empty`)
+    specialized: bool = False  # a producer warpgroup issues the TMA ring's loads
 
     def next_slot(self) -> SharedBuffer:
         """The scratch slot of the next CTA exchange: consecutive exchanges alternate
@@ -373,6 +375,7 @@ class _Planner:
         self.flat_read: set = set()  # tiles read through `flat`: their bytes are one row
         self.products: set = set()  # tiles a `dot`/`dot_t` writes
         self.rings: dict = {}  # staging tile Sym -> (statement, loop's first, last statement)
+        self.ring_loops: dict = {}  # staging tile Sym -> its loop (a `hir.For`)
         self.depth = ring_depth()  # the stages a ring gets; fewer where they do not fit
         self.deepened = False  # whether a TMA ring took `TMA_STAGES`
         self.dots: list = []  # (the `dot` node, its target's Sym, under a varying branch)
@@ -519,6 +522,7 @@ class _Planner:
             if any(r in written or (r in local and r is not s.var) for r in refs):
                 continue
             self.rings[st.sym] = (st, start, end)
+            self.ring_loops[st.sym] = s
 
     def _tensor_slice(self, e) -> bool:
         """Whether `e` is a slice of a tensor (or of a `let` view of one)."""
@@ -833,8 +837,10 @@ class _Planner:
         tma = [r[0] for r in requests if plan.tiles[r[0]].tma]
         if exchange:
             names.append(("scratch", slot * turns, 0, self.n + 1))
-        if tma:  # each stage's mbarrier, live through the kernel (never initialised twice)
-            names.append(("mbarriers", 8 * self.depth, 0, self.n + 1, 8))
+        plan.specialized = bool(tma) and self.specializes(tma)
+        if tma:  # each stage's mbarrier(s), live through the kernel (never initialised twice)
+            names.append(("mbarriers", 8 * self.depth * (2 if plan.specialized else 1), 0,
+                          self.n + 1, 8))  # fmt: skip
         buffers, total = alloc.allocate(names)
         if tma:
             plan.mbarriers = buffers[-1]
@@ -1077,6 +1083,26 @@ class _Planner:
                 return f"`{x.sym.name}` is read by more than products"
         return None
 
+    def specializes(self, tma) -> bool:
+        """Whether the kernel's TMA ring gets a producer warpgroup of its own
+        (`phobos.lower.tma`): one ring, its loop a statement of the kernel's body (not
+        nested), room for 128 more threads in the CTA. `PHOBOS_SPECIALIZE=0` keeps
+        the ring's loads in thread 0 of the consumers, to measure what it gains."""
+        lw = self.lw
+        loops = {id(self.ring_loops[sym]) for sym in tma}
+        why = None
+        if os.environ.get("PHOBOS_SPECIALIZE") == "0":
+            why = "PHOBOS_SPECIALIZE=0"
+        elif len(loops) != 1:
+            why = "more than one loop stages by TMA"
+        elif not any(id(st) in loops for st in self.body.stmts):
+            why = "the TMA ring's loop is inside another statement"
+        elif lw.threads + WARPGROUP > 1024:
+            why = f"{lw.threads} threads leave no room for a producer warpgroup"
+        if why is not None:
+            log.debug("no producer warpgroup: %s; thread 0 issues the TMA loads", why)
+        return why is None
+
     def tma_refusal(self, sym, tile) -> str | None:
         """Why the ring tile `sym` (a wgmma operand in its canonical layout) is not
         staged by TMA loads, or None: a TMA box is a rectangle of a row-major 2-D tensor
@@ -1311,6 +1337,7 @@ MAX_STAGES = 4  # the deepest cp.async ring: three turns of copies in flight
 # the other CTAs of the SM.
 STAGES = 2
 TMA_STAGES = 4  # a TMA ring's: two turns of loads ahead of a wgmma group in flight
+WARPGROUP = 128  # the threads of a producer warpgroup
 
 
 def ring_depth() -> int:

@@ -20,6 +20,24 @@ lowers, with S stages and a lag L, to
     }
     wgmma wait 0                               // (when L is 2)
 
+With a producer warpgroup (`Plan.specialized`: the ring's loop a statement of the
+kernel's body, room for 128 more threads), the CTA has 128 threads past the kernel's
+own, and the loop becomes
+
+    if tid < T {                                 // the consumers: the kernel's threads
+      for kt ... {
+        wait full[t]; acc += dot(a, b)           // wgmma; commit; wait L-1
+        thread 0 of each warpgroup: arrive empty[t-L+1]   // its groups are done with it
+      }
+      wgmma wait 0
+    } else {                                     // the producer warpgroup
+      thread T: for kt ... { wait empty[t] (a pass behind); expect_tx full[t]; boxes }
+    }
+
+so no consumer waits at a barrier for another: a warpgroup waits only for its own
+turn's bytes. Every other statement of the kernel runs in the consumers alone (their
+barriers are named barrier 1 counting T), the scalar `let`s in every thread.
+
 A wgmma reads shared memory through the async proxy, as TMA writes it, so a product on
 the ring's stages needs no proxy fence. When the loop body is only the staging and
 `+=` products on wgmma, the lag is 2: each product leaves its wgmma group in flight
@@ -36,13 +54,17 @@ from __future__ import annotations
 import logging
 
 from phobos.lower import scalars
-from phobos.lower.lir import Break, If, Imm, Loop, TensorMap
+from phobos.lower.lir import Break, For, If, Imm, Loop, TensorMap
 from phobos.lower.swizzle import LINE
 from phobos.lower.types import BYTES, elem_of
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
 MODES = {128: "128B", 64: "64B", 32: "32B"}  # a row's bytes -> the swizzle it is stored in
+# setmaxnreg of a producer warpgroup and its consumers: the producer needs few registers,
+# the consumers' accumulators many (128 x (40 + 2 x 232) <= 65536 for two of them);
+# None leaves ptxas's even split.
+REGS: tuple[int, int] | None = None
 
 
 def staged_by_tma(lw, loop: hir.For) -> bool:
@@ -96,18 +118,26 @@ class TmaRing:
         tid = lw.sreg("tid.x")
         self.leader = b.once(("tma.leader",), lambda: b.op("setp", "pred", tid, Imm(0, "u32"),
                                                           cmp="eq", type="u32"))  # fmt: skip
+        self.specialized = lw.specialized
+        self.lo = lo
         bars = lw.plan.mbarriers.offset
+        groups = lw.threads // 128  # consumer warpgroups: each frees a stage once
         with b.region() as init:
             for s in range(self.stages):
                 b.emit("mbarrier_init", (), (b.copy(Imm(bars + 8 * s, "u32"), "u32", hint="mb"),
                                              Imm(1, "u32")))  # fmt: skip
+                if self.specialized:
+                    empty = b.copy(Imm(bars + 8 * (self.stages + s), "u32"), "u32", hint="mb")
+                    b.emit("mbarrier_init", (), (empty, Imm(groups, "u32")))
             b.emit("fence_mbarrier_init")
         b.add(If(self.leader, init.block, None, span=b.span))
-        lw.tracker.barrier(force=True)  # the inits, before any thread waits
+        # The inits, before any thread waits (the producer's threads too).
+        lw.tracker.barrier(force=True, whole=self.specialized)
         self.slot = b.copy(Imm(0, "u32"), "u32", hint="slot")
         self.phase = b.copy(Imm(0, "u32"), "u32", hint="phase")
         et = elem_of(self.loop.var.type)
-        for j in range(self.stages - self.lag):
+        ahead = 0 if self.specialized else self.stages - self.lag  # the producer's own loop
+        for j in range(ahead):
             at = scalars.binary(b, "+", lo, Imm(j * self.step, lo.type), et) if j else lo
             inside = scalars.materialize(b, scalars.binary(b, "<", at, self.hi, et), "bool")
             with b.region() as body:
@@ -122,8 +152,14 @@ class TmaRing:
 
     def top(self) -> None:
         """A turn's start: the barrier freeing the stage L turns back, its refill S-L turns
-        ahead, then the wait for this turn's boxes."""
+        ahead, then the wait for this turn's boxes (with a producer warpgroup, the wait
+        alone)."""
         lw, b = self.lw, self.lw.b
+        if self.specialized:
+            self._wait(self._bar(self.slot), self.phase)
+            for _, tile in self.staged:
+                tile.base = self._stage(tile, self.slot)
+            return
         lw.tracker.barrier(force=True)
         var = lw.env[self.loop.var]
         et = elem_of(self.loop.var.type)
@@ -139,28 +175,102 @@ class TmaRing:
                 slot = scalars.select(b, wraps, back, moved, "u32")
             self._issue(nxt, slot)
         b.add(If(more, body.block, None, span=b.span))
-        bar = self._bar(self.slot)
-        with b.region() as wait:
-            ok = b.reg("pred", "ok")
-            b.emit("mbarrier_try_wait_parity", (ok,), (bar, self.phase))
-            b.add(Break(ok))
-        b.add(Loop(wait.block, span=b.span))
+        self._wait(self._bar(self.slot), self.phase)
         for _, tile in self.staged:
             tile.base = self._stage(tile, self.slot)
 
-    def bottom(self) -> None:
-        """A turn's end: the next slot, the phase flipped where the ring wraps."""
+    def _wait(self, bar, parity) -> None:
+        """Spin until the phase of `parity` of the mbarrier at `bar` has completed."""
         b = self.lw.b
-        last = b.op("setp", "pred", self.slot, Imm(self.stages - 1, "u32"), cmp="eq", type="u32")
-        nxt = b.op("add", "u32", self.slot, Imm(1, "u32"), hint="slot")
-        b.mov(self.slot, scalars.select(b, last, Imm(0, "u32"), nxt, "u32"), "u32")
-        flipped = b.op("xor", "b32", self.phase, Imm(1, "u32"), dest_type="u32")
-        b.mov(self.phase, scalars.select(b, last, flipped, self.phase, "u32"), "u32")
+        with b.region() as wait:
+            ok = b.reg("pred", "ok")
+            b.emit("mbarrier_try_wait_parity", (ok,), (bar, parity))
+            b.add(Break(ok))
+        b.add(Loop(wait.block, span=b.span))
+
+    def bottom(self) -> None:
+        """A turn's end: with a producer warpgroup, the stage whose wgmma group has
+        retired freed (one arrival a consumer warpgroup); the next slot, the phase
+        flipped where the ring wraps."""
+        if self.specialized:
+            self._free()
+        self._advance(self.slot, self.phase)
+
+    def _advance(self, slot, phase) -> None:
+        b = self.lw.b
+        last = b.op("setp", "pred", slot, Imm(self.stages - 1, "u32"), cmp="eq", type="u32")
+        nxt = b.op("add", "u32", slot, Imm(1, "u32"), hint="slot")
+        b.mov(slot, scalars.select(b, last, Imm(0, "u32"), nxt, "u32"), "u32")
+        flipped = b.op("xor", "b32", phase, Imm(1, "u32"), dest_type="u32")
+        b.mov(phase, scalars.select(b, last, flipped, phase, "u32"), "u32")
+
+    def _free(self) -> None:
+        """Thread 0 of each consumer warpgroup arrives on the `empty` mbarrier of the
+        stage its wgmma groups no longer read: this turn's (lag 1), or the last turn's
+        (lag 2: this turn's group is still in flight; the first turn has none before)."""
+        lw, b = self.lw, self.lw.b
+        tid = lw.sreg("tid.x")
+        lane0 = b.once(("tma.wg0",), lambda: b.op("setp", "pred", b.op(
+            "and", "b32", tid, Imm(127, "u32"), dest_type="u32"), Imm(0, "u32"), cmp="eq",
+            type="u32"))  # fmt: skip
+        slot = self.slot
+        cond = lane0
+        if self.lag == 2:
+            first = b.op("setp", "pred", slot, Imm(0, "u32"), cmp="eq", type="u32")
+            prev = b.op("sub", "u32", slot, Imm(1, "u32"), hint="slot")
+            slot = scalars.select(b, first, Imm(self.stages - 1, "u32"), prev, "u32")
+            var = lw.env[self.loop.var]
+            et = elem_of(self.loop.var.type)
+            later = scalars.materialize(b, scalars.binary(b, ">", var, self.lo, et), "bool")
+            cond = b.op("and", "pred", lane0, later)
+        with b.region() as arrive:
+            b.emit("mbarrier_arrive", (), (self._bar(slot, empty=True),))
+        b.add(If(cond, arrive.block, None, span=b.span))
 
     def after(self) -> None:
-        """After the loop: the last turn's wgmma group, left in flight, waited for."""
-        if self.lag == 2:
-            self.lw.b.emit("wgmma_wait", pending=0)
+        """After the loop: the last turn's wgmma group, left in flight, waited for; with
+        a producer warpgroup, the loop and that wait become the consumers' arm of an
+        `if` whose other arm is the producer's loop."""
+        b = self.lw.b
+        if not self.specialized:
+            if self.lag == 2:
+                b.emit("wgmma_wait", pending=0)
+            return
+        loop = b.stack[-1].pop()
+        with b.region() as consumer:
+            if REGS is not None:
+                b.emit("setmaxnreg", action="inc", regs=REGS[1])
+            b.add(loop)
+            if self.lag == 2:
+                b.emit("wgmma_wait", pending=0)
+        with b.region() as producer:
+            if REGS is not None:
+                b.emit("setmaxnreg", action="dec", regs=REGS[0])
+            self._producer()
+        b.add(If(self.lw.consumers(), consumer.block, producer.block, span=b.span))
+        log.debug("`%s`: a producer warpgroup issues the TMA ring's loads (%d threads a CTA)",
+                  self.lw.k.name, self.lw.launch_threads)  # fmt: skip
+
+    def _producer(self) -> None:
+        """The producer warpgroup's loop, in its first thread: each turn waits until the
+        consumers have freed the turn's stage (a fresh `empty` mbarrier passes its first
+        wait), then expects its bytes and issues its boxes."""
+        lw, b = self.lw, self.lw.b
+        tid = lw.sreg("tid.x")
+        first = b.op("setp", "pred", tid, Imm(lw.threads, "u32"), cmp="eq", type="u32")
+        with b.region() as body:
+            slot = b.copy(Imm(0, "u32"), "u32", hint="pslot")
+            phase = b.copy(Imm(0, "u32"), "u32", hint="pphase")
+            var = b.reg(self.lo.type, self.loop.var.name)
+            with b.region() as turn:
+                empty = self._bar(slot, empty=True)
+                freed = b.op("xor", "b32", phase, Imm(1, "u32"), dest_type="u32")
+                self._wait(empty, freed)
+                self._issue(var, slot, guard=False)
+                self._advance(slot, phase)
+            b.add(For(var, self.lo, self.hi, Imm(self.step, self.lo.type), turn.block,
+                      span=b.span))  # fmt: skip
+        b.add(If(first, body.block, None, span=b.span))
 
     def close(self) -> None:
         for _, tile in self.staged:
@@ -189,19 +299,21 @@ class TmaRing:
             b.emit("tmap_addr", (addr,), (), map=m.name)
         return m, addr
 
-    def _bar(self, slot):
+    def _bar(self, slot, empty: bool = False):
+        """The `full` mbarrier of `slot` (or, with a producer warpgroup, its `empty`)."""
         b = self.lw.b
-        return b.op("mad", "u32", slot, Imm(8, "u32"), Imm(self.lw.plan.mbarriers.offset, "u32"),
-                    hint="mb")  # fmt: skip
+        at = self.lw.plan.mbarriers.offset + (8 * self.stages if empty else 0)
+        return b.op("mad", "u32", slot, Imm(8, "u32"), Imm(at, "u32"), hint="mb")
 
     def _stage(self, tile, slot):
         b = self.lw.b
         return b.op("mad", "u32", slot, Imm(tile.nbytes, "u32"), Imm(tile.buffer.offset, "u32"),
                     hint="stage")  # fmt: skip
 
-    def _issue(self, at, slot) -> None:
-        """Thread 0 expects the turn's bytes on `slot`'s mbarrier and issues its boxes,
-        the loop variable at `at`, into `slot`'s stage."""
+    def _issue(self, at, slot, guard: bool = True) -> None:
+        """Thread 0 (where `guard`; else the thread running it) expects the turn's bytes
+        on `slot`'s mbarrier and issues its boxes, the loop variable at `at`, into
+        `slot`'s stage."""
         lw, b = self.lw, self.lw.b
         saved = lw.env.get(self.loop.var)
         lw.env[self.loop.var] = at
@@ -221,7 +333,11 @@ class TmaRing:
                         x = col if not p else scalars.materialize(
                             b, scalars.binary(b, "+", col, Imm(p * m.box[1], "s32"), "i32"), "i32")  # fmt: skip
                         b.emit("tma_load", (), (dst, addr, x, row, bar))
-            b.add(If(self.leader, body.block, None, span=b.span))
+            if guard:
+                b.add(If(self.leader, body.block, None, span=b.span))
+            else:
+                for item in body.block.items:
+                    b.add(item)
         finally:
             lw.env[self.loop.var] = saved
 

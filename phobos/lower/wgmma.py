@@ -53,7 +53,7 @@ def product(lw, s, target, op: str, e, path: str) -> None:
         # them through the async one: every thread fences its writes, then all meet.
         # (TMA writes through the async proxy: its ring's mbarrier orders them.)
         b.emit("fence", space="shared", proxy="async")
-        b.emit("bar", (), (Imm(0, "u32"),))
+        b.emit("bar", (), lw.barrier_srcs())
     span = s.span
     line = span.source.line_col(span.start)[0] if span is not None else "?"
     log.debug("`%s` line %s: `%s` on wgmma %s %s -> f32: %d warpgroups, K = %d, operands "

@@ -1,7 +1,8 @@
 """The GEMM loop on sm_90a with a TMA ring: wgmma's operand tiles written by TMA loads
-through tensor maps (`Kernel.maps`), a 4-stage ring of mbarriers, one thread issuing the
-boxes two turns ahead, and each turn's wgmma group left in flight through the next
-turn's barrier. The instruction mix is pinned by the CHECK lines against the lir and the
+through tensor maps (`Kernel.maps`), a 4-stage ring of mbarriers, each turn's wgmma group
+left in flight a turn; the loads issued by a producer warpgroup of their own, freed
+stages signalled on `empty` mbarriers (`CHECK`), or with `PHOBOS_SPECIALIZE=0` by thread
+0 two turns ahead after each turn's barrier (`RING`). The instruction mix is pinned by the CHECK lines against the lir and the
 PTX; each form agrees with the tile interpreter at ragged sizes in the threads
 interpreter (its TMA is held to the card by tests/gpu/test_tma_gpu.py), race-free, and
 with float64. A tensor whose rows are not proven 16-byte aligned keeps the cp.async ring,
@@ -37,30 +38,51 @@ kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[K, N], C: tensor<f32>[M, N]) {
   }
   C[pm * 128 :+ 128, pn * 128 :+ 128] = acc
 }
+// CHECK: threads=384
 // CHECK: shared mbarriers
 // CHECK: tmap A_tmap0 = A ELEM [M, K] box=[128, 64] swizzle=128B
 // CHECK: tmap B_tmap1 = B ELEM [K, N] box=[64, 64] swizzle=128B
 // CHECK: tmap_addr  [map=A_tmap0]
-// CHECK: mbarrier_init
+// CHECK-COUNT-8: mbarrier_init
 // CHECK: fence_mbarrier_init
-// CHECK: , 32768:u32
-// CHECK-COUNT-3: tma_load
-// CHECK: for %kt
 // CHECK: bar 0:u32
-// CHECK: mbarrier_arrive_expect_tx
-// CHECK-COUNT-3: tma_load
+// CHECK: for %kt
+// CHECK-NOT: bar
 // CHECK: mbarrier_try_wait_parity
+// CHECK-NOT: tma_load
 // CHECK-NOT: fence.shared
 // CHECK: wgmma_fence
 // CHECK-COUNT-4: = wgmma_mma.f32.ELEM
 // CHECK: wgmma_commit
 // CHECK: wgmma_wait  [pending=1]
+// CHECK: mbarrier_arrive %mb
 // CHECK-NOT: cp_async
 // CHECK: {{loop end}}
 // CHECK: wgmma_wait  [pending=0]
+// CHECK: } else {
+// CHECK: for %kt
+// CHECK: mbarrier_try_wait_parity
+// CHECK: , 32768:u32
+// CHECK-COUNT-3: tma_load
+// CHECK: {{loop end}}
+// RING: threads=256
+// RING-COUNT-4: mbarrier_init
+// RING: , 32768:u32
+// RING-COUNT-3: tma_load
+// RING: for %kt
+// RING: bar 0:u32
+// RING: mbarrier_arrive_expect_tx
+// RING-COUNT-3: tma_load
+// RING: mbarrier_try_wait_parity
+// RING-NOT: fence.shared
+// RING: wgmma_fence
+// RING-COUNT-4: = wgmma_mma.f32.ELEM
+// RING: wgmma_wait  [pending=1]
+// RING-NOT: mbarrier_arrive %mb
+// RING: {{loop end}}
+// RING: wgmma_wait  [pending=0]
 // PTX: .param .align 64 .b8 A_tmap0[128]
 // PTX: cvta.param.u64
-// PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX: mbarrier.try_wait.parity.shared::cta.b64
 // PTX: wgmma.mma_async.sync.aligned.m64n128k16.f32.ELEM.ELEM
 // PTX: wgmma.wait_group.sync.aligned 1
@@ -86,12 +108,22 @@ kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[N, K], C: tensor<f32>[M, N]) {
 // CHECK: tmap A_tmap0 = A ELEM [M, K] box=[128, 32] swizzle=64B
 // CHECK: tmap B_tmap1 = B ELEM [N, K] box=[64, 32] swizzle=64B
 // CHECK: for %kt
-// CHECK-COUNT-2: tma_load
 // CHECK: mbarrier_try_wait_parity
 // CHECK: [lbo=16, sbo=512, swizzle=64B]
 // CHECK-COUNT-2: = wgmma_mma.f32.ELEM
 // CHECK: wgmma_wait  [pending=1]
 // CHECK: {{loop end}}
+// CHECK: } else {
+// CHECK: for %kt
+// CHECK-COUNT-2: tma_load
+// CHECK: {{loop end}}
+// RING: for %kt
+// RING-COUNT-2: tma_load
+// RING: mbarrier_try_wait_parity
+// RING: [lbo=16, sbo=512, swizzle=64B]
+// RING-COUNT-2: = wgmma_mma.f32.ELEM
+// RING: wgmma_wait  [pending=1]
+// RING: {{loop end}}
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.ELEM.ELEM
 """
 
@@ -102,20 +134,32 @@ def source(form: str, elem: str) -> str:
     return FORMS[form][0].replace("ELEM", elem)
 
 
+@pytest.fixture(params=["producer", "thread0"])
+def producer(request, monkeypatch):
+    """Each TMA ring two ways: fed by a producer warpgroup of its own (the default,
+    `CHECK`), and by thread 0 of the consumers at each turn's top (`RING`)."""
+    if request.param == "thread0":
+        monkeypatch.setenv("PHOBOS_SPECIALIZE", "0")
+    return request.param
+
+
 @pytest.mark.parametrize("elem", ["f16", "bf16"])
 @pytest.mark.parametrize("form", sorted(FORMS))
-def test_the_ring_is_tma_loads_on_mbarriers(form, elem):
+def test_the_ring_is_tma_loads_on_mbarriers(form, elem, producer):
     src = source(form, elem)
     _, k = lowered(src, chip="sm_90a")
-    filecheck(src, text(k))
-    filecheck(src, emit_module([k], "sm_90a"), prefix="PTX")
+    filecheck(src, text(k), prefix="CHECK" if producer == "producer" else "RING")
+    ptx = emit_module([k], "sm_90a")
+    filecheck(src, ptx, prefix="PTX")
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" in ptx
     assert not ops(k, "cp_async") and not ops(k, "mma")
+    assert k.threads == (384 if producer == "producer" else 256)
 
 
 @pytest.mark.parametrize("elem", ["f16", "bf16"])
 @pytest.mark.parametrize("form", sorted(FORMS))
 @pytest.mark.parametrize("m, n, kk", [(200, 136, 200), (72, 40, 48), (128, 128, 64)])
-def test_a_tma_ring_agrees_with_the_tile_interpreter(form, elem, m, n, kk):
+def test_a_tma_ring_agrees_with_the_tile_interpreter(form, elem, m, n, kk, producer):
     hk, k = lowered(source(form, elem), chip="sm_90a")
     transposed = FORMS[form][1]
     tile_n = 64 if transposed else 128
@@ -129,7 +173,7 @@ def test_a_tma_ring_agrees_with_the_tile_interpreter(form, elem, m, n, kk):
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))
-def test_the_ptx_assembles_for_sm_90a_without_a_warning_or_a_spill(form, tmp_path):
+def test_the_ptx_assembles_for_sm_90a_without_a_warning_or_a_spill(form, tmp_path, producer):
     _, k = lowered(source(form, "f16"), chip="sm_90a")
     exe = shutil.which("ptxas")
     if exe is None:
@@ -201,7 +245,7 @@ def test_rows_tma_cannot_read_are_refused_by_the_interpreter_and_the_other_varia
 
 
 @pytest.mark.parametrize("tile_n", [128, 256])
-def test_the_hgemm_example_runs_on_a_tma_ring(tile_n):
+def test_the_hgemm_example_runs_on_a_tma_ring(tile_n, producer):
     # examples/hgemm.py as a launch on an H200 compiles it (@aligned: no masks, no split).
     import sys
     from pathlib import Path
@@ -215,6 +259,7 @@ def test_the_hgemm_example_runs_on_a_tma_ring(tile_n):
     assert len(ops(k, "wgmma_mma")) == 4 and not ops(k, "cp_async") and not ops(k, "mma")
     assert [i.attr("pending") for i in ops(k, "wgmma_wait")] == [1, 0]
     assert "cp.async.bulk.tensor.2d" in built.ptx
+    assert k.threads == (384 if producer == "producer" else 256)
     m, n, kk = 128, tile_n, 320  # five turns through four stages: the ring wraps
     A, B = inputs("f16", (m, kk)), inputs("f16", (kk, n))
     want, got = run(built.hir, k, (1, 1), {"A": A, "B": B, "C": nan(m, n)})
