@@ -308,7 +308,9 @@ class Tracker:
         for watch in self.watches:
             watch.eligible = False
         if not a.hoisted:
-            a.items.insert(a.index, lir.inst("bar", (), _barrier_srcs(self.lw), span=self.lw.b.span))
+            a.items.insert(
+                a.index, lir.inst("bar", (), _barrier_srcs(self.lw), span=self.lw.b.span)
+            )
             a.hoisted = True
             self.count += 1
             log.debug("barrier hoisted out of varying control")
