@@ -301,6 +301,10 @@ class HopperOps:
                 raise InterpError(f"thread {t}: a TMA load of {n} bytes to shared offset {d} "
                                   f"ends past the {self.smem.size} bytes of shared memory")  # fmt: skip
             self._mbar(i, t, b)
+            if (x * BYTES[m.elem]) % 16:
+                raise InterpError(f"thread {t}: a TMA box starts at column {x} of `{m.name}`, "
+                                  f"{x * BYTES[m.elem]} bytes into its rows: not on a 16-byte "
+                                  "boundary")  # fmt: skip
             box = self._box(t, m, x, y)
             data = np.zeros(n, np.uint8)
             data[swizzled(d + np.arange(n), m.swizzle) - d] = box

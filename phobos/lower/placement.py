@@ -1085,14 +1085,15 @@ class _Planner:
 
     def specializes(self, tma) -> bool:
         """Whether the kernel's TMA ring gets a producer warpgroup of its own
-        (`phobos.lower.tma`): one ring, its loop a statement of the kernel's body (not
-        nested), room for 128 more threads in the CTA. `PHOBOS_SPECIALIZE=0` keeps
-        the ring's loads in thread 0 of the consumers, to measure what it gains."""
+        (`phobos.lower.tma`), under `PHOBOS_SPECIALIZE=1`: one ring, its loop a
+        statement of the kernel's body (not nested), room for 128 more threads in the
+        CTA. By default thread 0 of the kernel's own issues the ring's loads: on the
+        H200 that measured faster (benchmarks/NOTES.md)."""
         lw = self.lw
         loops = {id(self.ring_loops[sym]) for sym in tma}
         why = None
-        if os.environ.get("PHOBOS_SPECIALIZE") == "0":
-            why = "PHOBOS_SPECIALIZE=0"
+        if os.environ.get("PHOBOS_SPECIALIZE") != "1":
+            why = "thread 0 issues them (PHOBOS_SPECIALIZE=1 for a producer warpgroup)"
         elif len(loops) != 1:
             why = "more than one loop stages by TMA"
         elif not any(id(st) in loops for st in self.body.stmts):
@@ -1100,7 +1101,7 @@ class _Planner:
         elif lw.threads + WARPGROUP > 1024:
             why = f"{lw.threads} threads leave no room for a producer warpgroup"
         if why is not None:
-            log.debug("no producer warpgroup: %s; thread 0 issues the TMA loads", why)
+            log.debug("no producer warpgroup for the TMA loads: %s", why)
         return why is None
 
     def tma_refusal(self, sym, tile) -> str | None:
@@ -1119,6 +1120,11 @@ class _Planner:
         if lw.k.index_width != 32:
             return "TMA coordinates are 32-bit: the kernel has 64-bit indices"
         value = self.rings[sym][0].value
+        # A box starts on a 16-byte boundary of its row: a column start the divisors
+        # prove a multiple of 16 bytes (a tile's own multiple, in a GEMM).
+        col = value.subs[-1].start if isinstance(value, hir.Slice) and value.subs else None
+        if col is not None and (lw._divisor(col) * BYTES[tile.elem]) % 16:
+            return "its column start is not proven a multiple of 16 bytes"
         if not (isinstance(value, hir.Slice) and isinstance(value.base, hir.Ref)
                 and isinstance(value.base.sym.type, hir.TensorT)):  # fmt: skip
             return "its value is not a slice of a tensor parameter"

@@ -20,8 +20,9 @@ lowers, with S stages and a lag L, to
     }
     wgmma wait 0                               // (when L is 2)
 
-With a producer warpgroup (`Plan.specialized`: the ring's loop a statement of the
-kernel's body, room for 128 more threads), the CTA has 128 threads past the kernel's
+With a producer warpgroup (`Plan.specialized`, under `PHOBOS_SPECIALIZE=1`: the ring's
+loop a statement of the kernel's body, room for 128 more threads; on the H200 it
+measured slower than thread 0's loads, benchmarks/NOTES.md), the CTA has 128 threads past the kernel's
 own, and the loop becomes
 
     if tid < T {                                 // the consumers: the kernel's threads

@@ -1,5 +1,6 @@
-"""interp.threads runs TMA loads: the box a tensor map names, zeros past the tensor's
-edges, the 16-byte chunks placed by each swizzle mode, the bytes completing on the
+"""interp.threads runs TMA loads: the box a tensor map names (its first column on a
+16-byte boundary: the H200 faulted on an f16 box at column -5, so the interpreter
+refuses such a box and the lowering never issues one), zeros past the tensor's edges, the 16-byte chunks placed by each swizzle mode, the bytes completing on the
 mbarrier; a TMA load's bytes read before its phase completes are a race; the PTX the same
 kernel emits assembles for sm_90a (tests/ptx checks ptxas on every op)."""
 
@@ -24,9 +25,11 @@ def run(k, a, x, y, *, check_races=False):
 CASES = [
     ("f16", (64, 64), "128B", (100, 152), (8, 16)),  # inside the tensor
     ("f16", (64, 64), "128B", (100, 152), (120, 70)),  # past the right and bottom edges
-    ("f16", (16, 32), "64B", (37, 48), (-5, -3)),  # before the left and top edges
-    ("bf16", (32, 16), "32B", (40, 24), (9, 20)),
-    ("f32", (8, 32), "128B", (13, 40), (3, 2)),
+    ("f16", (16, 32), "64B", (37, 48), (-8, -3)),  # before the left and top edges
+    ("f16", (16, 32), "64B", (37, 48), (8, 4)),
+    ("f16", (16, 64), "128B", (37, 72), (-16, -3)),
+    ("bf16", (32, 16), "32B", (40, 24), (8, 20)),
+    ("f32", (8, 32), "128B", (13, 40), (4, 2)),
     ("f16", (8, 16), "none", (21, 24), (8, 17)),
 ]
 
@@ -76,3 +79,11 @@ def test_a_tensor_whose_rows_tma_cannot_read_is_an_error():
         InterpError, match=r"rows a multiple of 16 bytes, not 0x[0-9a-f]+ and 90 bytes"
     ):
         run(k, tmakit.tensor("f16", 20, 45, seed=6), 0, 0)
+
+
+def test_a_box_whose_first_column_is_off_a_16_byte_boundary_is_an_error():
+    k = tmakit.kernel("f16", (16, 32), "64B")
+    with pytest.raises(
+        InterpError, match=r"column -5 of `A_tmap`, -10 bytes into its rows: not on a 16"
+    ):
+        run(k, tmakit.tensor("f16", 37, 48, seed=7), -5, -3)

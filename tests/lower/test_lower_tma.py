@@ -1,8 +1,8 @@
 """The GEMM loop on sm_90a with a TMA ring: wgmma's operand tiles written by TMA loads
 through tensor maps (`Kernel.maps`), a 4-stage ring of mbarriers, each turn's wgmma group
-left in flight a turn; the loads issued by a producer warpgroup of their own, freed
-stages signalled on `empty` mbarriers (`CHECK`), or with `PHOBOS_SPECIALIZE=0` by thread
-0 two turns ahead after each turn's barrier (`RING`). The instruction mix is pinned by the CHECK lines against the lir and the
+left in flight a turn; the loads issued by thread 0 two turns ahead after each turn's
+barrier (the default, `RING`), or with `PHOBOS_SPECIALIZE=1` by a producer warpgroup of
+their own, freed stages signalled on `empty` mbarriers (`CHECK`). The instruction mix is pinned by the CHECK lines against the lir and the
 PTX; each form agrees with the tile interpreter at ragged sizes in the threads
 interpreter (its TMA is held to the card by tests/gpu/test_tma_gpu.py), race-free, and
 with float64. A tensor whose rows are not proven 16-byte aligned keeps the cp.async ring,
@@ -136,10 +136,11 @@ def source(form: str, elem: str) -> str:
 
 @pytest.fixture(params=["producer", "thread0"])
 def producer(request, monkeypatch):
-    """Each TMA ring two ways: fed by a producer warpgroup of its own (the default,
-    `CHECK`), and by thread 0 of the consumers at each turn's top (`RING`)."""
-    if request.param == "thread0":
-        monkeypatch.setenv("PHOBOS_SPECIALIZE", "0")
+    """Each TMA ring two ways: fed by a producer warpgroup of its own
+    (`PHOBOS_SPECIALIZE=1`, `CHECK`), and by thread 0 of the consumers at each turn's
+    top (the default, `RING`)."""
+    if request.param == "producer":
+        monkeypatch.setenv("PHOBOS_SPECIALIZE", "1")
     return request.param
 
 
