@@ -1,7 +1,8 @@
 """The tensor-core GEMMs against their peers, in one run on one card: Phobos's `hgemm`
 (examples/hgemm.py: f16 or bf16 operands, f32 accumulation and result; on an sm_90 card
-the tiles of 256 threads run on wgmma, those of 128 on mma.sync m16n8k16, and
-`PHOBOS_WGMMA=0` keeps them all on mma.sync) against cuBLAS (torch.mm, f32 accumulation) and Triton (a plain tiled
+the tiles of 256 threads run on wgmma fed by a TMA ring, those of 128 on mma.sync
+m16n8k16; `PHOBOS_TMA=0` stages by cp.async instead, `PHOBOS_WGMMA=0` keeps every tile on
+mma.sync) against cuBLAS (torch.mm, f32 accumulation) and Triton (a plain tiled
 `tl.dot` kernel written here, its usual tile shapes autotuned), 4096^3 and 8192^3; and
 `igemm` (examples/igemm.py: i8 `dot_t` into i32 on mma.sync m16n8k32) against
 `torch._int_mm` (cuBLASLt), 4096^3.

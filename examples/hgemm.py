@@ -1,7 +1,8 @@
 """A half-precision GEMM on tensor cores, C = A @ B with f16 (or bf16) operands and an
 f32 result: one 128 x TILE_N tile of C per CTA, the k loop staged by the cp.async
 ring, each product on mma.sync (`@tensorcore`; docs/contractions.md "On tensor cores"), or
-on an H100 or H200 on wgmma where the CTA is two warpgroups (`T = 256`; "On Hopper").
+on an H100 or H200 on wgmma where the CTA is two warpgroups (`T = 256`), the k loop then
+staged by a TMA ring ("On Hopper").
 Its shared memory is dynamic (`@dynshared`), so the ring's stages of the deeper k tiles
 fit past the static 48 KB; its CTA size `T` is tuned with the tile (4 warps of 64 x 64 on
 a 128 x 128 tile, 8 of 32 x 64 on it, or 8 of 64 x 64 on 128 x 256). The space is kept to
