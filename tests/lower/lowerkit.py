@@ -119,8 +119,17 @@ class RaceFound(AssertionError):
     """The threads interpreter saw a shared-memory race."""
 
 
-def ptxas(k, arch="sm_90"):
-    """Assemble the kernel's PTX with ptxas (skipped where ptxas is absent, not under CI)."""
+def ptxas_clean(k, arch="sm_90a"):
+    """Assemble the kernel's PTX with `ptxas -v` and hold its report: no warning (C7510,
+    C7511, C7515: serialised wgmma), no spill, no stack frame."""
+    report = ptxas(k, arch, verbose=True)
+    assert "warning" not in report.lower(), report
+    assert "0 bytes spill stores" in report and "0 bytes stack frame" in report, report
+
+
+def ptxas(k, arch="sm_90", verbose=False):
+    """Assemble the kernel's PTX with ptxas (skipped where ptxas is absent, not under CI);
+    with `verbose`, its `-v` report."""
     import pytest
 
     from phobos.ptx.emit import emit_module
@@ -135,6 +144,8 @@ def ptxas(k, arch="sm_90"):
         path = os.path.join(d, "k.ptx")
         with open(path, "w") as f:
             f.write(ptx)
-        r = subprocess.run([exe, f"-arch={arch}", path, "-o", os.devnull], capture_output=True,
-                           text=True)  # fmt: skip
+        flags = ["-v"] if verbose else []
+        r = subprocess.run([exe, f"-arch={arch}", *flags, path, "-o", os.devnull],
+                           capture_output=True, text=True)  # fmt: skip
         assert r.returncode == 0, r.stderr + "\n" + ptx
+    return r.stderr

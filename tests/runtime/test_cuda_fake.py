@@ -269,14 +269,6 @@ class FakeDriver:
         return self._record("cuMemsetD8_v2", dst, value, size)
 
 
-@pytest.fixture
-def fake():
-    driver = FakeDriver()
-    previous = cuda.use_library(driver)
-    yield driver
-    cuda.use_library(previous)
-
-
 # ---------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ import ctypes
 import struct
 
 import pytest
+from devkit import Dev
 from test_cuda_fake import FakeDriver
 
 from phobos.runtime import cuda
@@ -19,27 +20,6 @@ from phobos.runtime.errors import ArgumentTypeError, ArgumentValueError, GridErr
 from phobos.runtime.launch_gpu import GpuKernel, Packer, params_of, stream_handle
 
 ALL_SCALARS = ["f16", "bf16", "f32", "f64", "i8", "i32", "i64", "u8", "u16", "u32", "bool"]
-
-
-class Dev:
-    """A device array known only by its `__cuda_array_interface__`."""
-
-    def __init__(self, shape, typestr="<f4", ptr=0x10_0000):
-        self.__cuda_array_interface__ = {
-            "shape": tuple(shape),
-            "typestr": typestr,
-            "data": (ptr, False),
-            "strides": None,
-            "version": 3,
-        }
-
-
-@pytest.fixture
-def fake():
-    driver = FakeDriver()
-    previous = cuda.use_library(driver)
-    yield driver
-    cuda.use_library(previous)
 
 
 def contract(params, dyn_dims=("N",), **rest) -> KernelContract:

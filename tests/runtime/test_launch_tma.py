@@ -7,6 +7,7 @@ both variants to the tile interpreter; tests/gpu/test_hopper_gemm_gpu.py, the ca
 from __future__ import annotations
 
 import pytest
+from devkit import Dev
 from test_cuda_fake import FakeDriver
 
 import phobos.lang as ph
@@ -30,19 +31,6 @@ def gemm(
         b: ph.var = B[kt:+64, pn * 128 : +128]
         acc += ph.dot(a, b)
     C[pm * 128 : +128, pn * 128 : +128] = acc
-
-
-class Dev:
-    """A device array known only by its `__cuda_array_interface__`."""
-
-    def __init__(self, shape, typestr, ptr):
-        self.__cuda_array_interface__ = {
-            "shape": shape,
-            "typestr": typestr,
-            "data": (ptr, False),
-            "strides": None,
-            "version": 3,
-        }
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ import threading
 from types import SimpleNamespace
 
 import pytest
-from test_cuda_fake import FakeDriver, fake_map_bytes
+from devkit import Dev
+from test_cuda_fake import fake_map_bytes
 
 from phobos.lower import lir
 from phobos.runtime import binding, cuda, tensormap
@@ -47,14 +48,6 @@ def documented(elem, address, rows, cols, box, swizzle) -> dict:
         l2_promotion=L2_PROMOTION_L2_128B,
         oob_fill=OOB_FILL_NONE,
     )
-
-
-@pytest.fixture
-def fake():
-    driver = FakeDriver()
-    previous = cuda.use_library(driver)
-    yield driver
-    cuda.use_library(previous)
 
 
 # ---------------------------------------------------------------------------
@@ -104,7 +97,9 @@ def test_data_type_of_every_element_type(elem, code):
 def test_a_fixed_extent_is_taken_as_it_is(fake):
     c = gemm_contract(dims=("M", 64), box=(64, 64))
     packer = Packer(c)
-    packer.pack(bind(c, [Dev((256, 64), ptr=0x10000), Dev((64, 64)), Dev((256, 64), "<f4")]))
+    packer.pack(
+        bind(c, [Dev((256, 64), "<f2", ptr=0x10000), Dev((64, 64), "<f2"), Dev((256, 64), "<f4")])
+    )
     assert fake.tensor_maps[0]["dims"] == (64, 256)
 
 
@@ -351,25 +346,12 @@ def test_a_map_of_a_tensor_that_is_not_2d_is_refused():
 # The packer and the fast path
 
 
-class Dev:
-    """A device array known only by its `__cuda_array_interface__`."""
-
-    def __init__(self, shape, typestr="<f2", ptr=0x10_0000):
-        self.__cuda_array_interface__ = {
-            "shape": tuple(shape),
-            "typestr": typestr,
-            "data": (ptr, False),
-            "strides": None,
-            "version": 3,
-        }
-
-
 def bind(c: KernelContract, args):
     return GpuKernel(c, "").bind(args)
 
 
 def gemm_args(m=256, k=512, n=128, a=0x10_0000, b=0x20_0000, c=0x30_0000):
-    return [Dev((m, k), ptr=a), Dev((k, n), ptr=b), Dev((m, n), "<f4", ptr=c)]
+    return [Dev((m, k), "<f2", ptr=a), Dev((k, n), "<f2", ptr=b), Dev((m, n), "<f4", ptr=c)]
 
 
 def map_calls(fake) -> int:
