@@ -175,6 +175,7 @@ def test_a_tma_ring_agrees_with_the_tile_interpreter(form, elem, m, n, kk, produ
 @pytest.mark.parametrize("form", sorted(FORMS))
 def test_the_ptx_assembles_for_sm_90a_without_a_warning_or_a_spill(form, producer):
     _, k = lowered(source(form, "f16"), chip="sm_90a")
+    assert ".local" not in emit_module([k], "sm_90a")  # no local memory
     ptxas_clean(k, "sm_90a")
 
 
@@ -246,8 +247,9 @@ def test_the_hgemm_example_runs_on_a_tma_ring(tile_n, producer):
     assert [m.box for m in k.maps] == [(128, 64), (64, 64)]
     assert len(ops(k, "wgmma_mma")) == 4 and not ops(k, "cp_async") and not ops(k, "mma")
     assert [i.attr("pending") for i in ops(k, "wgmma_wait")] == [1, 0]
-    assert "cp.async.bulk.tensor.2d" in built.ptx
+    assert "cp.async.bulk.tensor.2d" in built.ptx and ".local" not in built.ptx
     assert k.threads == (384 if producer == "producer" else 256)
+    ptxas_clean(k, "sm_90a")
     m, n, kk = 128, tile_n, 320  # five turns through four stages: the ring wraps
     A, B = inputs("f16", (m, kk)), inputs("f16", (kk, n))
     want, got = run(built.hir, k, (1, 1), {"A": A, "B": B, "C": nan(m, n)})
