@@ -48,6 +48,7 @@ log = logging.getLogger("phobos.lower")
 MATH1 = ("exp", "log", "sqrt", "tanh", "round", "floor", "ceil", "abs", "rsqrt", "sin", "cos")
 CONVERSIONS = ("f16", "bf16", "f32", "f64", "i8", "i32", "i64", "u8", "u16", "u32")
 CTX_SREG = {"block": "ctaid", "blocks": "nctaid"}
+RASTER = 8  # columns of x a group of the rasterised block order takes (`Lowering.raster`)
 
 
 def lower_kernel(
@@ -189,7 +190,10 @@ class Lowering:
         t = REG[elem_of(e.type)]
         f, axis = e.field, e.axis or "x"
         b = self.b
-        if f in CTX_SREG:
+        if f == "block" and axis in ("x", "y") and self.rasterized:
+            v = b.once(("ctx", "raster", axis, t),
+                       lambda: self._as_index(self.raster()[axis == "y"]))  # fmt: skip
+        elif f in CTX_SREG:
             name = f"{CTX_SREG[f]}.{axis}"
             v = b.once(("ctx", name, t), lambda: self._as_index(self.sreg(name)))
         elif f == "thread":
@@ -338,6 +342,46 @@ class Lowering:
     def block(self, blk: hir.Block) -> None:
         for s in blk.stmts:
             self.stmt(s)
+
+    # -- the order of the blocks ---------------------------------------------
+
+    @property
+    def rasterized(self) -> bool:
+        """Whether `ctx.block.x` and `.y` are taken in groups of `RASTER` columns of x
+        (`raster`): in a kernel staged by a TMA ring (a GEMM's tiles, x along M and y
+        along N, say), so the CTAs running at once read few rows of A and columns of B
+        and L2 holds them. Every block still runs once with its own index, so only the
+        order the card runs them in changes; a `@persistent` kernel (its blocks may
+        wait on one another) keeps the launch's order, as does `PHOBOS_RASTER=0`."""
+        return (
+            self.plan is not None
+            and self.plan.mbarriers is not None
+            and not getattr(self.k.attrs, "persistent", False)
+            and os.environ.get("PHOBOS_RASTER") != "0"
+        )
+
+    def raster(self) -> tuple[Reg, Reg]:
+        """The (x, y) block index of this CTA in the grouped order, as u32: the launch's
+        n-th CTA (x fastest) takes the n-th index of the order that walks `RASTER`
+        columns of x at a time, down all of y, then the next `RASTER` (fewer at the
+        grid's edge). A bijection of the grid onto itself."""
+        b = self.b
+
+        def make():
+            u = "u32"
+            nx, bx, by = (self.sreg(n) for n in ("nctaid.x", "ctaid.x", "ctaid.y"))
+            ny = self.sreg("nctaid.y")
+            pid = b.op("mad", u, by, nx, bx, hint="pid")
+            per = b.op("mul", u, ny, Imm(RASTER, u), hint="per")
+            first = b.op("mul", u, b.op("div", u, pid, per), Imm(RASTER, u), hint="first")
+            left = b.op("sub", u, nx, first, hint="left")
+            size = b.op("min", u, left, Imm(RASTER, u), hint="size")
+            within = b.op("rem", u, pid, per, hint="within")
+            x = b.op("add", u, first, b.op("rem", u, within, size), hint="bx")
+            y = b.op("div", u, within, size, hint="by")
+            return x, y
+
+        return b.once(("raster",), make)
 
     # -- a producer warpgroup ------------------------------------------------
 

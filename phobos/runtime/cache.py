@@ -119,6 +119,7 @@ def _is_chip(chip: str) -> bool:
 # key, so a kernel compiled with one set is never served where it is not.
 LOWERING_SWITCHES = (
     "PHOBOS_PREFETCH",
+    "PHOBOS_RASTER",
     "PHOBOS_RING",
     "PHOBOS_STAGES",
     "PHOBOS_SPECIALIZE",
