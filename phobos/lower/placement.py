@@ -844,16 +844,13 @@ class _Planner:
         buffers, total = alloc.allocate(names)
         if tma:
             plan.mbarriers = buffers[-1]
-            if not self.deepened and "PHOBOS_STAGES" not in os.environ:
+            if self.depth < TMA_STAGES and not self.deepened and "PHOBOS_STAGES" not in os.environ:
                 # A TMA ring keeps a wgmma group in flight: its stages run L = 2 turns
-                # behind, so it takes more of them to keep loads ahead (`tma`) — but
-                # where two CTAs fit an SM at 3 stages, one's epilogue runs under the
-                # other's loop: that measured faster (benchmarks/NOTES.md, run 29).
-                self.deepened = True
-                want = self.tma_depth(plan, [plan.tiles[s] for s in tma], total)
-                if want != self.depth:
-                    self.depth = want
-                    return self.decide()
+                # behind, so it takes more of them to keep loads ahead (`tma`). (Three
+                # stages, two CTAs an SM for small tiles, measured faster on large
+                # squares but 18 % slower where one CTA an SM walks a long K: run 32.)
+                self.depth, self.deepened = TMA_STAGES, True
+                return self.decide()
             if total > alloc.DYNAMIC_LIMIT and self.depth > 2:
                 log.debug("a %d-stage TMA ring needs %d bytes of shared memory, more than %d",
                           self.depth, total, alloc.DYNAMIC_LIMIT)  # fmt: skip
@@ -1087,17 +1084,6 @@ class _Planner:
             if not self.only_operand(x.sym):
                 return f"`{x.sym.name}` is read by more than products"
         return None
-
-    def tma_depth(self, plan, tiles, total: int) -> int:
-        """A TMA ring's stages: 3 where two CTAs then fit an SM (the shared memory, and
-        accumulators of at most `TWO_CTA_REGS` registers a thread), else `TMA_STAGES`."""
-        stage = sum(t.nbytes for t in tiles)
-        rest = total - self.depth * stage
-        regs = max((t.layout(self.lw.threads).regs_per_thread for t in plan.tiles.values()
-                    if t.mma is not None), default=0)  # fmt: skip
-        if regs <= TWO_CTA_REGS and rest + 3 * stage <= alloc.DYNAMIC_LIMIT // 2:
-            return 3
-        return TMA_STAGES
 
     def specializes(self, tma) -> bool:
         """Whether the kernel's TMA ring gets a producer warpgroup of its own
@@ -1360,7 +1346,6 @@ MAX_STAGES = 4  # the deepest cp.async ring: three turns of copies in flight
 STAGES = 2
 TMA_STAGES = 4  # a TMA ring's: two turns of loads ahead of a wgmma group in flight
 WARPGROUP = 128  # the threads of a producer warpgroup
-TWO_CTA_REGS = 64  # accumulator registers a thread that leave room for two CTAs an SM
 
 
 def ring_depth() -> int:

@@ -18,7 +18,6 @@ from mmakit import agree, inputs, nan, run
 
 from phobos.ptx.emit import emit_module
 
-# A 128 x 128 accumulator (64 registers a thread): 3 stages, so two CTAs fit an SM.
 # M, N and K ragged, read as zeros past the tensors' edges; the rows' pitches (K and N
 # elements) are checked at launch, which takes the variant without TMA where TMA cannot
 # read them (tests/runtime/test_tensormap.py).
@@ -42,7 +41,7 @@ kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[K, N], C: tensor<f32>[M, N]) {
 // CHECK: tmap A_tmap0 = A ELEM [M, K] box=[128, 64] swizzle=128B
 // CHECK: tmap B_tmap1 = B ELEM [K, N] box=[64, 64] swizzle=128B
 // CHECK: tmap_addr  [map=A_tmap0]
-// CHECK-COUNT-6: mbarrier_init
+// CHECK-COUNT-8: mbarrier_init
 // CHECK: fence_mbarrier_init
 // CHECK: bar 0:u32
 // CHECK: for %kt
@@ -65,7 +64,7 @@ kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[K, N], C: tensor<f32>[M, N]) {
 // CHECK-COUNT-3: tma_load
 // CHECK: {{loop end}}
 // RING: threads=256
-// RING-COUNT-3: mbarrier_init
+// RING-COUNT-4: mbarrier_init
 // RING: , 32768:u32
 // RING-COUNT-3: tma_load
 // RING: for %kt
