@@ -417,18 +417,15 @@ class Lowering:
         if not self.specialized:
             self.block(blk)
             return
+        from phobos.lower.tma import staged_by_tma
+
         for s in blk.stmts:
-            if _scalar_only(s) or (isinstance(s, hir.For) and self._rings_by_tma(s)):
+            if _scalar_only(s) or (isinstance(s, hir.For) and staged_by_tma(self, s)):
                 self.stmt(s)
                 continue
             with self.b.region() as body:
                 self.stmt(s)
             self.b.add(lir.If(self.consumers(), body.block, None, span=s.span))
-
-    def _rings_by_tma(self, s: hir.For) -> bool:
-        from phobos.lower.tma import staged_by_tma
-
-        return staged_by_tma(self, s)
 
     def stmt(self, s: hir.Stmt) -> None:
         saved = self.b.span

@@ -155,13 +155,16 @@ class TmaRing:
         """A turn's start: the barrier freeing the stage L turns back, its refill S-L turns
         ahead, then the wait for this turn's boxes (with a producer warpgroup, the wait
         alone)."""
+        if not self.specialized:
+            self.lw.tracker.barrier(force=True)
+            self._refill()
+        self._wait(self._bar(self.slot), self.phase)
+        for _, tile in self.staged:
+            tile.base = self._stage(tile, self.slot)
+
+    def _refill(self) -> None:
+        """Thread 0's boxes of the turn S-L ahead, into the stage the barrier just freed."""
         lw, b = self.lw, self.lw.b
-        if self.specialized:
-            self._wait(self._bar(self.slot), self.phase)
-            for _, tile in self.staged:
-                tile.base = self._stage(tile, self.slot)
-            return
-        lw.tracker.barrier(force=True)
         var = lw.env[self.loop.var]
         et = elem_of(self.loop.var.type)
         ahead = self.stages - self.lag
@@ -176,9 +179,6 @@ class TmaRing:
                 slot = scalars.select(b, wraps, back, moved, "u32")
             self._issue(nxt, slot)
         b.add(If(more, body.block, None, span=b.span))
-        self._wait(self._bar(self.slot), self.phase)
-        for _, tile in self.staged:
-            tile.base = self._stage(tile, self.slot)
 
     def _wait(self, bar, parity) -> None:
         """Spin until the phase of `parity` of the mbarrier at `bar` has completed."""
