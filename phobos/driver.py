@@ -501,7 +501,8 @@ def contract_of(checked, lowered, ptx: str, chip: str, source_key: str | None = 
     The entry is the lir kernel's name; the contract's `name` is the kernel's, unless
     the entry was renamed for its variant, when it is the entry (names in one contract
     file are unique). The cache key comes from `source_key`, else from the PTX. The
-    lowered kernel's TMA tensor maps become the contract's, with their slots.
+    lowered kernel's TMA tensor maps become the contract's, with their slots, and a
+    kernel walking the grid's blocks (`lowered.walk`) gets the block-count slots.
     """
     from phobos.runtime.cache import compiler_fingerprint, entry_key
     from phobos.runtime.contract import KernelContract
@@ -519,6 +520,7 @@ def contract_of(checked, lowered, ptx: str, chip: str, source_key: str | None = 
         dynamic_smem=lowered.smem if lowered.dynamic_smem else 0,
         cache_key=str(key),
         maps=lowered.maps,
+        walk=bool(lowered.walk),
         threads=lowered.threads,  # the kernel's, and a producer warpgroup's where it has one
     )
     if lowered.name != checked.name:

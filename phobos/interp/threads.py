@@ -83,6 +83,11 @@ class RunReport:
         return "\n".join(r.message() for r in self.races)
 
 
+# CTAs a grid-walking kernel runs on: two, so that each walks several blocks and the
+# ring's phases carry from one block to the next, as on the card.
+WALKERS = 2
+
+
 def run_lir(
     kernel: lir.Kernel,
     grid,
@@ -93,8 +98,13 @@ def run_lir(
     dynamic_smem: int = 0,
     max_races: int = 8,
     max_iterations: int | None = None,
+    walkers: int | None = None,
 ) -> RunReport:
     """Run `kernel` over `grid` (an int or 1 to 3 block counts, x first).
+
+    A kernel whose CTAs walk the grid's blocks (`Kernel.walk`) gets the grid's counts
+    in its walk params and runs on `walkers` CTAs (default `WALKERS`; fewer where the
+    grid has fewer blocks), as the launcher runs it on as many as the card holds.
 
     `params` gives every parameter slot its value by name: a pointer slot (`u64`) an
     address from `memory.place`/`memory.alloc`, a scalar slot a number (a `b16` slot of an
@@ -119,6 +129,9 @@ def run_lir(
                 f"past the {size} bytes of shared memory",
                 kernel.span,
             )
+    if kernel.walk:
+        params = {**params, **dict(zip(kernel.walk, (*grid, 1, 1)[:3], strict=True))}
+        grid = (min(int(np.prod(grid)), walkers or WALKERS),)
     values = {}
     for p in kernel.params:
         if p.name not in params:

@@ -92,6 +92,7 @@ class Lowering:
         self.maps: list[lir.TensorMap] = []  # TMA tensor maps (`phobos.lower.tma`)
         self.async_written: set[str] = set()  # buffers a TMA ring writes, while it turns
         self.wgmma_pending = 0  # wgmma groups a product leaves in flight (a TMA ring's lag - 1)
+        self.walk = None  # the CTAs' walk over the grid's blocks (`phobos.lower.walk`)
         variant = dict(k.variant)
         aligned = getattr(k.attrs, "aligned", None) or {}
         self.aligned = {
@@ -190,7 +191,9 @@ class Lowering:
         t = REG[elem_of(e.type)]
         f, axis = e.field, e.axis or "x"
         b = self.b
-        if f == "block" and axis in ("x", "y") and self.rasterized:
+        if f in ("block", "blocks") and self.walk is not None:
+            v = self._as_index(self.walk.ctx(f, axis))
+        elif f == "block" and axis in ("x", "y") and self.rasterized:
             v = b.once(("ctx", "raster", axis, t),
                        lambda: self._as_index(self.raster()[axis == "y"]))  # fmt: skip
         elif f in CTX_SREG:
@@ -368,20 +371,24 @@ class Lowering:
         b = self.b
 
         def make():
-            u = "u32"
             nx, bx, by = (self.sreg(n) for n in ("nctaid.x", "ctaid.x", "ctaid.y"))
-            ny = self.sreg("nctaid.y")
-            pid = b.op("mad", u, by, nx, bx, hint="pid")
-            per = b.op("mul", u, ny, Imm(RASTER, u), hint="per")
-            first = b.op("mul", u, b.op("div", u, pid, per), Imm(RASTER, u), hint="first")
-            left = b.op("sub", u, nx, first, hint="left")
-            size = b.op("min", u, left, Imm(RASTER, u), hint="size")
-            within = b.op("rem", u, pid, per, hint="within")
-            x = b.op("add", u, first, b.op("rem", u, within, size), hint="bx")
-            y = b.op("div", u, within, size, hint="by")
-            return x, y
+            pid = b.op("mad", "u32", by, nx, bx, hint="pid")
+            return self.raster_of(pid, nx, self.sreg("nctaid.y"))
 
         return b.once(("raster",), make)
+
+    def raster_of(self, pid: Reg, nx, ny) -> tuple[Reg, Reg]:
+        """The (x, y) index, as u32, the `pid`-th block of an `nx` by `ny` grid takes in
+        the grouped order (`raster`)."""
+        b, u = self.b, "u32"
+        per = b.op("mul", u, ny, Imm(RASTER, u), hint="per")
+        first = b.op("mul", u, b.op("div", u, pid, per), Imm(RASTER, u), hint="first")
+        left = b.op("sub", u, nx, first, hint="left")
+        size = b.op("min", u, left, Imm(RASTER, u), hint="size")
+        within = b.op("rem", u, pid, per, hint="within")
+        x = b.op("add", u, first, b.op("rem", u, within, size), hint="bx")
+        y = b.op("div", u, within, size, hint="by")
+        return x, y
 
     # -- a producer warpgroup ------------------------------------------------
 
@@ -413,7 +420,14 @@ class Lowering:
 
     def top_block(self, blk: hir.Block) -> None:
         """The kernel's body: with a producer warpgroup, each statement but the ring's
-        loop and the scalar ones guarded to run in the consumers alone."""
+        loop and the scalar ones guarded to run in the consumers alone; where the CTAs
+        walk the grid's blocks, the body a loop over them (`phobos.lower.walk`)."""
+        from phobos.lower.walk import walker
+
+        walk = walker(self, blk)
+        if walk is not None:
+            walk.lower()
+            return
         if not self.specialized:
             self.block(blk)
             return
@@ -571,7 +585,11 @@ class Lowering:
         saved = self.prefetch
         pre = ring = None
         wanted = os.environ.get("PHOBOS_PREFETCH", "1") != "0"  # off: to measure its gain
-        if not varying and isinstance(step, Imm) and int(step.value) > 0:
+        if self.walk is not None and s is self.walk.loop:
+            ring = pre = self.walk.ring  # set up before the first block, its phases carried
+            ring.hi = hi
+            ring.enter(lo)
+        elif not varying and isinstance(step, Imm) and int(step.value) > 0:
             ring = TmaRing(self, s, hi, int(step.value)) or Ring(self, s, hi, int(step.value))
             if ring:
                 ring.prologue(lo)

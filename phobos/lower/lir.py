@@ -361,6 +361,9 @@ class Kernel:
     max_regs: int | None = None
     index_width: int = 32
     maps: tuple[TensorMap, ...] = ()  # TMA tensor maps, slots after the params
+    # The u32 params holding the launch grid's block counts x, y and z where the CTAs walk
+    # the grid's blocks themselves (`phobos.lower.walk`); () where each CTA is one block.
+    walk: tuple[str, ...] = ()
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
@@ -470,6 +473,8 @@ def print_kernel(kernel: Kernel) -> str:
         head += f" max_regs={kernel.max_regs}"
     if kernel.index_width != 32:
         head += f" index={kernel.index_width}"
+    if kernel.walk:
+        head += " walk=" + ",".join(f"%{n}" for n in kernel.walk)
     lines = [head + " {"]
     for buf in kernel.shared:
         lines.append(f"  shared {buf.name} @{buf.offset} size={buf.size} align={buf.align}")

@@ -162,6 +162,9 @@ def parse_kernel(text: str) -> lir.Kernel:
     opts: dict = {}
     for word in m.group(3).split():
         key, _, value = word.partition("=")
+        if key == "walk":
+            opts[key] = tuple(v.lstrip("%") for v in value.split(","))
+            continue
         opts[key] = int(value) if value else True
     shared = []
     maps: list[lir.TensorMap] = []
@@ -237,4 +240,5 @@ def parse_kernel(text: str) -> lir.Kernel:
         max_regs=opts.get("max_regs"),
         index_width=opts.get("index", 32),
         maps=tuple(maps),
+        walk=opts.get("walk", ()),
     )

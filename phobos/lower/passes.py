@@ -86,6 +86,7 @@ def _generate(lw, made: dict[str, Any]) -> lir.Kernel:
         max_regs=getattr(launch, "max_regs", None),
         index_width=k.index_width,
         maps=tuple(lw.maps),
+        walk=lw.walk.names if lw.walk is not None else (),
         span=k.span,
     )
 

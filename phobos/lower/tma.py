@@ -89,8 +89,11 @@ class TmaRing:
                 self.staged.append((st, tile))
         mine = {id(st) for st, _ in self.staged}
         self.lag = 2 if all(id(st) in mine or self._summed(st) for st in loop.body.stmts) else 1
-        # The mbarriers are initialised once, for a loop run once: not inside another loop.
-        self.ok = bool(self.staged) and lw.plan.mbarriers is not None and not lw.tracker.loops
+        # The mbarriers are initialised once, for a loop run once: not inside another loop
+        # (but for the loop of the blocks a CTA walks, which carries the ring's phases).
+        walked = lw.walk is not None and lw.walk.loop is loop
+        once = not lw.tracker.loops or walked
+        self.ok = bool(self.staged) and lw.plan.mbarriers is not None and once
 
     def __bool__(self) -> bool:
         return self.ok
@@ -114,13 +117,20 @@ class TmaRing:
 
     def prologue(self, lo) -> None:
         """The maps, the mbarriers, and the first S-L turns' boxes."""
+        self.setup()
+        self.prime(lo, self.hi)
+        self.enter(lo)
+
+    def setup(self) -> None:
+        """The tensor maps, the mbarriers initialised (thread 0) before any thread waits,
+        and the ring's slot and phase registers: once a kernel, before the loop (before
+        the first block, where the CTAs walk the grid: `phobos.lower.walk`)."""
         lw, b = self.lw, self.lw.b
         self.maps = [self._map(st, tile) for st, tile in self.staged]
         tid = lw.sreg("tid.x")
         self.leader = b.once(("tma.leader",), lambda: b.op("setp", "pred", tid, Imm(0, "u32"),
                                                           cmp="eq", type="u32"))  # fmt: skip
         self.specialized = lw.specialized
-        self.lo = lo
         bars = lw.plan.mbarriers.offset
         groups = lw.threads // 128  # consumer warpgroups: each frees a stage once
         with b.region() as init:
@@ -136,20 +146,44 @@ class TmaRing:
         lw.tracker.barrier(force=True, whole=self.specialized)
         self.slot = b.copy(Imm(0, "u32"), "u32", hint="slot")
         self.phase = b.copy(Imm(0, "u32"), "u32", hint="phase")
+
+    def prime(self, lo, hi, carried: bool = False) -> None:
+        """Thread 0 issues the boxes of the loop's first S-L turns (those below `hi`),
+        from `lo`: into stages 0.. (or, `carried`, into the stages from the ring's
+        slot on, where an earlier run of the loop left it). With a producer warpgroup
+        its own loop issues them."""
+        if self.specialized:
+            return
+        b = self.lw.b
         et = elem_of(self.loop.var.type)
-        ahead = 0 if self.specialized else self.stages - self.lag  # the producer's own loop
-        for j in range(ahead):
+        for j in range(self.stages - self.lag):
             at = scalars.binary(b, "+", lo, Imm(j * self.step, lo.type), et) if j else lo
-            inside = scalars.materialize(b, scalars.binary(b, "<", at, self.hi, et), "bool")
+            inside = scalars.materialize(b, scalars.binary(b, "<", at, hi, et), "bool")
             with b.region() as body:
-                self._issue(at, Imm(j, "u32"))
+                self._issue(at, self._ahead(j) if carried else Imm(j, "u32"))
             b.add(If(inside, body.block, None, span=b.span))
+
+    def enter(self, lo) -> None:
+        """The loop's turns about to be lowered from `lo`: products on the ring's stages
+        need no proxy fence, and may leave a group in flight."""
+        lw = self.lw
+        self.lo = lo
         lw.wgmma_pending = self.lag - 1
         lw.async_written = {tile.buffer.name for _, tile in self.staged}
         for _, tile in self.staged:
             log.debug("`%s`: `%s` staged by a %d-stage TMA ring (%d bytes a stage), wgmma "
                       "%s", lw.k.name, tile.sym.name, self.stages, tile.nbytes,
                       "kept in flight a turn" if self.lag == 2 else "waited for each turn")  # fmt: skip
+
+    def _ahead(self, j: int):
+        """The ring's slot `j` turns past the current one."""
+        b = self.lw.b
+        if not j:
+            return self.slot
+        moved = b.op("add", "u32", self.slot, Imm(j, "u32"), hint="slot")
+        wraps = b.op("setp", "pred", moved, Imm(self.stages, "u32"), cmp="ge", type="u32")
+        back = b.op("sub", "u32", moved, Imm(self.stages, "u32"), hint="slot")
+        return scalars.select(b, wraps, back, moved, "u32")
 
     def top(self) -> None:
         """A turn's start: the barrier freeing the stage L turns back, its refill S-L turns
@@ -171,13 +205,7 @@ class TmaRing:
         nxt = scalars.binary(b, "+", var, Imm(ahead * self.step, var.type), et) if ahead else var
         more = scalars.materialize(b, scalars.binary(b, "<", nxt, self.hi, et), "bool")
         with b.region() as body:
-            slot = self.slot
-            if ahead:
-                moved = b.op("add", "u32", self.slot, Imm(ahead, "u32"), hint="slot")
-                wraps = b.op("setp", "pred", moved, Imm(self.stages, "u32"), cmp="ge", type="u32")
-                back = b.op("sub", "u32", moved, Imm(self.stages, "u32"), hint="slot")
-                slot = scalars.select(b, wraps, back, moved, "u32")
-            self._issue(nxt, slot)
+            self._issue(nxt, self._ahead(ahead))
         b.add(If(more, body.block, None, span=b.span))
 
     def _wait(self, bar, parity) -> None:

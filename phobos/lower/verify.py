@@ -92,6 +92,9 @@ class _Verifier:
             end = max(end, buf.offset + buf.size)
         if end > self.kernel.smem and not self.kernel.dynamic_smem:
             self.fail(f"shared buffers end at {end} bytes, past smem={self.kernel.smem}")
+        walk, params = self.kernel.walk, {p.name: p.type for p in self.kernel.params}
+        if walk and (len(walk) != 3 or any(params.get(n) != "u32" for n in walk)):
+            self.fail(f"a grid walk takes three u32 params, not {list(walk)}")
 
     # -- registers -----------------------------------------------------------
 

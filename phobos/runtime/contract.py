@@ -16,7 +16,11 @@ The slot convention (the lowering emits `.entry` parameters in this order):
 2. then one slot per dynamic dimension, in `dyn_dims` order (the order the tensor
    parameters first name them), of the index type: `.s32` (4 bytes) at index width
    32, `.s64` (8 bytes) at 64;
-3. then one slot per TMA tensor map (sm_90), in `maps` order: the 128 bytes of a
+3. then, for a kernel whose CTAs walk the launch grid's blocks (an sm_90a GEMM, the
+   lowering's `Kernel.walk`), three `.u32` slots `x`, `y`, `z` (4 bytes each): the
+   block counts the launch asked for, which the launcher writes before it runs as
+   many CTAs as the card holds at once (`phobos.runtime.launch_gpu`);
+4. then one slot per TMA tensor map (sm_90), in `maps` order: the 128 bytes of a
    `CUtensorMap` in a `.param .align 64 .b8 name[128]`, which the launcher encodes
    from the tensor's base and extents (`phobos.runtime.tensormap`).
 
@@ -38,9 +42,11 @@ variant. A kernel with tensor maps also has `"maps"`, each as `{"name": "A_tmap"
 "tensor": "A", "elem": "f16", "dims": ["M", "K"], "box": [128, 64], "swizzle": "128B",
 "fill": "zero"}`, with its slot `{"kind": "tmap", "name": "A_tmap", "ptx_type": "tmap",
 "width": 128}`; a kernel without maps has no `"maps"`, as no file written before them
-has, so those read as they always did (version 1 still). `Contract.from_json` checks
-all of it and refuses a corrupt or foreign file with a `ContractError` naming the file
-and the field.
+has, so those read as they always did (version 1 still). A walking kernel's block
+counts are `{"kind": "blocks", "name": "x", "ptx_type": "u32", "width": 4}` and the
+same for `y` and `z`; a file without them reads as before too. `Contract.from_json`
+checks all of it and refuses a corrupt or foreign file with a `ContractError` naming
+the file and the field.
 
     >>> k = KernelContract.build("scale", [("x", "tensor", ("f32", ("N",))),
     ...     ("alpha", "scalar", "f32")], dyn_dims=("N",), chip="sm_90", fingerprint="fp")
@@ -48,6 +54,10 @@ and the field.
     [(0, 'ptr', 'x', 'u64'), (1, 'scalar', 'alpha', 'f32'), (2, 'extent', 'N', 's32')]
     >>> Contract((k,)).to_json() == Contract.from_json(Contract((k,)).to_json()).to_json()
     True
+    >>> w = KernelContract.build("scale", [("x", "tensor", ("f32", ("N",)))],
+    ...     dyn_dims=("N",), chip="sm_90a", fingerprint="fp", walk=True)
+    >>> w.walks, [(p.slot, p.kind, p.name, p.ptx_type) for p in w.params[2:]]
+    (True, [(2, 'blocks', 'x', 'u32'), (3, 'blocks', 'y', 'u32'), (4, 'blocks', 'z', 'u32')])
     >>> Contract.from_json('{"format": "x"}', "K.json")
     Traceback (most recent call last):
     ...
@@ -82,8 +92,10 @@ SCALAR_SLOTS: dict[str, tuple[str, int]] = {
 }
 POINTER_SLOT = ("u64", 8)
 EXTENT_SLOTS = {32: ("s32", 4), 64: ("s64", 8)}
+BLOCK_SLOT = ("u32", 4)  # a block count of the launch grid, for a walking kernel
+BLOCK_AXES = ("x", "y", "z")  # the block-count slots' names, in their order
 TMAP_SLOT = ("tmap", 128)  # a CUtensorMap: `.param .align 64 .b8 name[128]`
-KINDS = ("ptr", "scalar", "extent", "tmap")
+KINDS = ("ptr", "scalar", "extent", "blocks", "tmap")
 ELEMENT_TYPES = tuple(SCALAR_SLOTS)
 
 
@@ -106,8 +118,8 @@ class Param:
     """One `.entry` parameter slot."""
 
     slot: int
-    kind: str  # "ptr" | "scalar" | "extent" | "tmap"
-    name: str  # the kernel parameter, the dimension for an extent, the map for a tmap
+    kind: str  # "ptr" | "scalar" | "extent" | "blocks" | "tmap"
+    name: str  # the parameter, the dimension of an extent, the axis of blocks, the map of a tmap
     ptx_type: str
     width: int
 
@@ -186,6 +198,12 @@ class KernelContract:
     def dyn_dims(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params if p.kind == "extent")
 
+    @property
+    def walks(self) -> bool:
+        """Whether the kernel's CTAs walk the launch grid's blocks (it has block-count
+        slots): a launch writes the counts and runs only the CTAs the card holds."""
+        return any(p.kind == "blocks" for p in self.params)
+
     @classmethod
     def build(
         cls,
@@ -198,12 +216,15 @@ class KernelContract:
         index_width: int = 32,
         entry: str | None = None,
         maps: Iterable[Any] = (),
+        walk: bool = False,
         **rest: Any,
     ) -> KernelContract:
         """A contract whose slots follow the convention: `params` are (name, "tensor",
         (elem, dims)) or (name, "scalar", type), in declaration order; `maps` the
-        kernel's tensor maps (`TensorMapSpec`s, or `lir.TensorMap`s); `rest` gives the
-        other fields. A map that breaks a rule is the compiler's fault: a `ValueError`."""
+        kernel's tensor maps (`TensorMapSpec`s, or `lir.TensorMap`s); `walk` gives it
+        the block-count slots of a kernel walking the grid; `rest` gives the other
+        fields. A map that breaks a rule, or a `@persistent` kernel that walks, is the
+        compiler's fault: a `ValueError`."""
         slots: list[Param] = []
         tensors: dict[str, TensorSpec] = {}
         scalars: dict[str, str] = {}
@@ -217,6 +238,10 @@ class KernelContract:
                 slots.append(Param(len(slots), "scalar", pname, *SCALAR_SLOTS[spec]))
         for dim in dyn_dims:
             slots.append(Param(len(slots), "extent", dim, *EXTENT_SLOTS[index_width]))
+        if walk and rest.get("persistent"):
+            raise ValueError("a `@persistent` kernel sizes its own grid: it does not walk one")
+        for axis in BLOCK_AXES if walk else ():
+            slots.append(Param(len(slots), "blocks", axis, *BLOCK_SLOT))
         specs = tuple(TensorMapSpec.of(m) for m in maps)
         for m in specs:
             problem = _map_problem(m, tensors, scalars)
@@ -244,7 +269,8 @@ class KernelContract:
     ) -> KernelContract:
         """The contract of a checked kernel (`hir.Kernel`) by the slot convention;
         `maps` are the lowered kernel's tensor maps (`lir.Kernel.maps`), `rest` the
-        fields the compiler decides (`entry`, `static_smem`, ..)."""
+        fields the compiler decides (`entry`, `static_smem`, `walk`: whether the
+        lowered kernel walks the grid, `lir.Kernel.walk`, ..)."""
         from phobos.sema import hir
 
         params = []
@@ -488,6 +514,12 @@ class _Reader:
             if m.name in [n.name for n in maps[:i]]:
                 raise self.fail(f"{where}.maps[{i}].name", f"repeats the tensor map `{m.name}`")
         self.agree(params, tensors, scalars, maps, v["index_width"], where)
+        if v["persistent"] and any(p.kind == "blocks" for p in params):
+            raise self.fail(
+                f"{where}.persistent",
+                "is true, but the kernel has block-count slots: a `@persistent` kernel sizes "
+                "its own grid, it does not walk one",
+            )
         for key in ("variant", "aligned"):
             for n, value in v[key].items():
                 if not isinstance(value, int) or isinstance(value, bool):
@@ -553,7 +585,8 @@ class _Reader:
             raise self.fail(f"{where}.slot", f"is {p.slot}, but the slots number 0, 1, 2, ..")
         if p.kind not in KINDS:
             raise self.fail(
-                f"{where}.kind", f"is {json.dumps(p.kind)}, not ptr, scalar, extent or tmap"
+                f"{where}.kind",
+                f"is {json.dumps(p.kind)}, not ptr, scalar, extent, blocks or tmap",
             )
         return p
 
@@ -562,6 +595,7 @@ class _Reader:
         seen_extent = False
         names = {d for t in tensors.values() for d in t.dims if isinstance(d, str)}
         args: list[str] = []
+        blocks: list[str] = []
         slotted_maps: list[str] = []
         for p in params:
             at = f"{where}.params[{p.slot}]"
@@ -577,7 +611,14 @@ class _Reader:
                 slotted_maps.append(p.name)
                 continue
             if slotted_maps:
-                raise self.fail(at, "is a parameter or extent slot after a tensor map slot")
+                what = "block-count" if p.kind == "blocks" else "parameter or extent"
+                raise self.fail(at, f"is a {what} slot after a tensor map slot")
+            if p.kind == "blocks":
+                self.block_count(p, blocks, at)
+                blocks.append(p.name)
+                continue
+            if blocks:
+                raise self.fail(at, "is a parameter or extent slot after a block-count slot")
             if p.kind == "ptr":
                 expected, table = POINTER_SLOT, tensors
             elif p.kind == "scalar":
@@ -619,6 +660,9 @@ class _Reader:
         unslotted = sorted(names - set(dims))
         if unslotted:
             raise self.fail(f"{where}.params", f"has no extent slot for `{unslotted[0]}`")
+        if blocks and len(blocks) != len(BLOCK_AXES):
+            why = f"has no block-count slot for `{BLOCK_AXES[len(blocks)]}`"
+            raise self.fail(f"{where}.params", why)
         declared = [m.name for m in maps]
         if slotted_maps != declared:
             missing = [n for n in declared if n not in slotted_maps]
@@ -629,3 +673,20 @@ class _Reader:
             else:
                 why = "has the tensor map slots in another order than `maps`"
             raise self.fail(f"{where}.params", why)
+
+    def block_count(self, p: Param, before: list[str], at: str) -> None:
+        """`p`, a block-count slot after the block counts `before`, is the next axis's."""
+        if p.name in before:
+            raise self.fail(f"{at}.name", f"repeats the block count of axis `{p.name}`")
+        if p.name not in BLOCK_AXES:
+            raise self.fail(f"{at}.name", f"is `{p.name}`, not an axis x, y or z")
+        if p.name != BLOCK_AXES[len(before)]:  # `before` is x, y, .. so far, as checked
+            raise self.fail(
+                f"{at}.name", f"is `{p.name}`, but the block counts are x, y and z, in that order"
+            )
+        if (p.ptx_type, p.width) != BLOCK_SLOT:
+            raise self.fail(
+                at,
+                f"is .{p.ptx_type} of {p.width} bytes, but a block count is .{BLOCK_SLOT[0]} "
+                f"of {BLOCK_SLOT[1]}",
+            )

@@ -8,7 +8,9 @@ loaded function, the checks of the card's resources). A later launch with the sa
 signature only reads each tensor's data pointer and each scalar's value, checks what can
 change between launches of one signature (a pointer's alignment, a scalar's range, the
 grid), and calls the driver. Anything unusual falls back to the whole path, which
-raises the error a user should see.
+raises the error a user should see. A kernel walking the grid's blocks has its block
+counts written on every launch (the grid may change) and runs the CTAs the whole path
+would: min(blocks, CTAs the card holds), the card's count taken once per plan.
 
 Reading a signature must be cheap: a torch tensor's `__cuda_array_interface__` is a
 Python property costing microseconds, so torch-like tensors (`data_ptr`, `stride`,
@@ -37,6 +39,7 @@ _INT_RANGES = {
     "u16": (0, 65535),
 }
 _GRID_LIMITS = ((1 << 31) - 1, 65535, 65535)
+_WALK_LIMIT = (1 << 32) - 1  # launch_gpu.WALK_LIMIT: a walking kernel's 32-bit block count
 
 
 _TORCH_LIKE: dict[type, bool] = {}
@@ -89,26 +92,30 @@ def _read(args, tensor_slots):
 class Plan:
     """One signature's launch: built from a launch that bound fully and succeeded.
 
-    A plan owns its slots (a `Packer` of its own), filled from that first launch: the
-    extents, fixed by the signature, are never written again; a later launch writes
-    only the pointers and the scalars, and encodes a TMA tensor map again when its
-    tensor's pointer changed (its extents are the signature's too).
+    A plan owns its slots (a `Packer` of its own), filled from that first launch (its
+    arguments `bound`, its grid's block `counts`): the extents, fixed by the signature,
+    are never written again; a later launch writes only the pointers, the scalars and a
+    walking kernel's block counts, and encodes a TMA tensor map again when its tensor's
+    pointer changed (its extents are the signature's too).
     """
 
-    def __init__(self, kernel, bound, function) -> None:
-        from phobos.runtime.launch_gpu import Packer, map_extents
+    def __init__(self, kernel, bound, function, counts) -> None:
+        from phobos.runtime.launch_gpu import Packer, map_extents, resident_ctas
 
         contract = kernel.contract
         self.function = function
         self.device = function.device
         self.packer = Packer(contract)
-        self.params = self.packer.pack(bound)
+        self.params = self.packer.pack(bound, counts)
         self.lock = self.packer.lock
         self.handle = ctypes.c_void_p(function.handle)
         self.threads = contract.threads
         self.shared = contract.dynamic_smem
         self.meta = {**bound.dims, **contract.variant}
-        self._last: tuple = (None, None)  # the last tuple grid and its block counts
+        self._last: tuple = (None, None, None)  # the last tuple grid, its counts, its CTAs
+        self.blocks = self.packer.blocks  # a walking kernel's block-count slots, or []
+        # The CTAs the card holds, which the whole path asked the driver for already.
+        self.resident = resident_ctas(function, contract, self.shared) if self.blocks else 0
         self.single = cuda.device_count() == 1
         # Per slot to write on a launch: pointers by their tensor's position among the
         # tensor arguments; scalars by the argument's position, with their type.
@@ -129,16 +136,25 @@ class Plan:
 
     def launch(self, grid, args, pointers, stream) -> bool:
         """Launch, or return False for the whole path to handle (and explain) it."""
-        last = self._last  # (grid, counts), replaced whole: threads may share the plan
+        last = self._last  # (grid, counts, CTAs), replaced whole: threads may share the plan
         if grid is last[0]:  # the tuple of ints checked last time: it cannot have changed
-            counts = last[1]
+            counts, ctas = last[1], last[2]
         else:
             counts = self._grid(grid)
             if counts is None:
                 return False
+            ctas = counts
+            if self.blocks:  # one CTA per block, no more than the card holds: each walks on
+                blocks = counts[0] * counts[1] * counts[2]
+                ctas = (min(blocks, self.resident), 1, 1)
+                if blocks + ctas[0] > _WALK_LIMIT:  # the whole path refuses it, and says why
+                    return False
             if type(grid) is tuple:
-                self._last = (grid, counts)
+                self._last = (grid, counts, ctas)
         with self.lock:
+            if self.blocks:
+                x, y, z = self.blocks
+                x.value, y.value, z.value = counts
             for value, i in self.pointers:
                 ptr = pointers[i]
                 if ptr & 15:  # binding for the GPU checked 16-byte alignment; keep checking it
@@ -156,7 +172,7 @@ class Plan:
             handle = None if stream is None else _stream(stream)
             handle = ctypes.c_void_p(handle) if handle else None  # None: a whole NULL
             status = (cuda._RAW_LAUNCH or cuda.raw_launch_kernel())(
-                self.handle, counts[0], counts[1], counts[2], self.threads, 1, 1, self.shared,
+                self.handle, ctas[0], ctas[1], ctas[2], self.threads, 1, 1, self.shared,
                 handle, self.params, None,
             )  # fmt: skip
         if status:

@@ -17,6 +17,12 @@ again only when they change (`phobos.runtime.tensormap`).
 `@persistent` kernel's from the occupancy API: CTAs per SM times SMs), dynamic
 shared memory (raising the kernel's limit past 48 KB), then `cuLaunchKernel`, or
 `cuLaunchCooperativeKernel` for a persistent kernel, whose CTAs must all be resident.
+
+A kernel that walks the grid's blocks (`KernelContract.walks`, an sm_90a GEMM) takes
+the grid as any kernel does, but its block counts go into its `blocks` slots, and it
+runs a 1-D grid of min(x*y*z, CTAs the card holds at once) CTAs, each looping over
+blocks ctaid.x, ctaid.x + nctaid.x, .. by itself. Its CTAs never wait on each other,
+so the launch is an ordinary one: the cap is only for speed.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from phobos.runtime import cuda, tensormap
 from phobos.runtime.binding import Bound, bind, resolve_grid
 from phobos.runtime.cache import KernelCache, Key, compiler_fingerprint, entry_key
 from phobos.runtime.contract import KernelContract
-from phobos.runtime.errors import ArgumentValueError, LaunchError
+from phobos.runtime.errors import ArgumentValueError, GridError, LaunchError
 from phobos.runtime.fastpath import Plan, read
 from phobos.sema import hir
 
@@ -66,10 +72,12 @@ _PTR, _SCALAR, _EXTENT = 0, 1, 2
 
 class Packer:
     """The `.entry` slots of one contract as ctypes values, and `params`, the array
-    of their addresses. `pack(bound)` writes a launch's values and returns `params`.
+    of their addresses. `pack(bound, counts)` writes a launch's values and returns
+    `params`.
 
     A tensor map's slot is a 64-byte-aligned 128-byte buffer; `maps` holds (slot, map)
-    for each, and `map_keys` the (pointer, rows, cols) each slot's bytes encode.
+    for each, and `map_keys` the (pointer, rows, cols) each slot's bytes encode. A
+    walking kernel's block-count slots are `blocks` (x, y, z; empty for others).
 
         >>> from phobos.runtime.contract import KernelContract
         >>> k = KernelContract.build("k", [("x", "tensor", ("f32", ("N",))),
@@ -77,6 +85,10 @@ class Packer:
         >>> p = Packer(k)
         >>> len(p.params), [ctypes.sizeof(v) for v in p.values]
         (3, [8, 4, 4])
+        >>> w = Packer(KernelContract.build("w", [], dyn_dims=(), chip="sm_90a",
+        ...     fingerprint="", walk=True))
+        >>> w.write_blocks((3, 2)); [v.value for v in w.blocks]
+        [3, 2, 1]
     """
 
     def __init__(self, contract: KernelContract):
@@ -90,10 +102,14 @@ class Packer:
         by_name = {m.name: m for m in contract.maps}
         self.plan = []
         self.maps: list[tuple[Any, Any]] = []
+        self.blocks: list[Any] = []  # in x, y, z order, as the contract checked
         for p, value in zip(contract.params, self.values, strict=True):
             if p.kind == "tmap":
                 tensormap.check_map(by_name[p.name])
                 self.maps.append((value, by_name[p.name]))
+                continue
+            if p.kind == "blocks":
+                self.blocks.append(value)
                 continue
             convert = _SCALAR_VALUE.get(contract.scalars.get(p.name, ""))
             limit = None
@@ -102,8 +118,9 @@ class Packer:
             self.plan.append((value, kinds[p.kind], p.name, convert, limit))
         self.map_keys: list[tuple | None] = [None] * len(self.maps)
 
-    def pack(self, bound: Bound):
-        """Write `bound`'s pointers, scalars, extents and tensor maps into the slots."""
+    def pack(self, bound: Bound, counts: Sequence[int] = ()):
+        """Write `bound`'s pointers, scalars, extents and tensor maps into the slots,
+        and a walking kernel's block counts: `counts`, the launch grid's 1 to 3."""
         for value, kind, name, convert, limit in self.plan:
             if kind == _PTR:
                 value.value = bound.arrays[name].ptr
@@ -118,7 +135,17 @@ class Packer:
         for i, (_slot, m) in enumerate(self.maps):
             rows, cols = map_extents(m, bound.dims)
             self.write_map(i, bound.arrays[m.tensor].ptr, rows, cols)
+        if self.blocks:
+            self.write_blocks(counts)
         return self.params
+
+    def write_blocks(self, counts: Sequence[int]) -> None:
+        """Write the launch grid's block counts (1 to 3, the others 1) into the
+        block-count slots of a walking kernel."""
+        if not 1 <= len(counts) <= 3:
+            raise ValueError(f"a walking kernel's launch has 1 to 3 block counts, not {counts}")
+        x, y, z = (*counts, 1, 1)[:3]
+        self.blocks[0].value, self.blocks[1].value, self.blocks[2].value = x, y, z
 
     def write_map(self, i: int, ptr: int, rows: int, cols: int) -> None:
         """Encode tensor map `i` into its slot for a tensor at `ptr` of `rows` x `cols`,
@@ -187,20 +214,53 @@ def stream_handle(stream: Any) -> int:
     raise TypeError(f"`stream=` takes a CUDA stream or its handle, not {type(stream).__name__}")
 
 
-def persistent_ctas(function, contract: KernelContract, shared: int) -> int:
-    """CTAs a `@persistent` kernel runs: as many as fit on every SM at once."""
-    found = function.persistent_ctas.get(shared)
+def resident_ctas(function, contract: KernelContract, shared: int) -> int:
+    """CTAs of the contract's threads and `shared` dynamic bytes the card holds at once:
+    the occupancy API's CTAs per SM times the SMs, asked once per `shared` (cached on
+    `function`). A `@persistent` kernel runs that many; a walking kernel at most that.
+    """
+    found = function.resident_ctas.get(shared)
     if found is None:
+        # The occupancy API counts no CTA whose dynamic shared memory is past the
+        # function's limit: raise it first (past 48 KB, as the launch will).
+        function.set_max_dynamic_shared(shared)
         per_sm = function.max_active_blocks(contract.threads, shared)
         if per_sm < 1:
+            what = "persistent kernel" if contract.persistent else "kernel"
             raise LaunchError(
                 contract.name,
                 None,
                 f"no CTA of {contract.threads} threads and {shared} bytes of dynamic shared "
-                "memory fits on an SM, so the persistent kernel cannot run",
+                f"memory fits on an SM, so the {what} cannot run",
             )
-        found = function.persistent_ctas[shared] = per_sm * function.device.sm_count
+        found = function.resident_ctas[shared] = per_sm * function.device.sm_count
     return found
+
+
+# A walking kernel counts its blocks in 32 bits: block n, then n + nctaid.x, must not wrap.
+WALK_LIMIT = (1 << 32) - 1
+
+
+def walking_ctas(counts: Sequence[int], resident: int, kernel_name: str = "") -> int:
+    """CTAs a walking kernel runs for a grid of block `counts`: one per block, but no
+    more than the card holds at once (`resident`), each of which then walks on. A grid
+    of more blocks than the kernel's 32-bit count reaches is a `GridError`.
+
+    >>> walking_ctas((3, 2), 8), walking_ctas((9, 2, 1), 8)
+    (6, 8)
+    """
+    blocks = 1
+    for n in counts:
+        blocks *= n
+    ctas = min(blocks, resident)
+    if blocks + ctas > WALK_LIMIT:
+        raise GridError(
+            kernel_name,
+            None,
+            f"the grid has {blocks} blocks, more than a kernel walking them counts in 32 "
+            f"bits ({WALK_LIMIT - ctas}, with {ctas} CTAs)",
+        )
+    return ctas
 
 
 def launch_gpu(
@@ -214,13 +274,14 @@ def launch_gpu(
 ) -> tuple[int, ...]:
     """Launch `function` (a loaded `module.Function`) with arguments already bound by
     `contract`. `grid` is what `kernel[grid]` took; `shared` the dynamic shared bytes
-    (None: the contract's). Returns the block counts launched.
+    (None: the contract's). Returns the block counts the grid asked for (a walking
+    kernel's CTAs run them, fewer CTAs than blocks where the card holds fewer).
     """
     device = function.device
     dynamic = contract.dynamic_smem if shared is None else shared
     _check_resources(function, contract, dynamic)
     meta = {**bound_args.dims, **contract.variant}
-    ctas = persistent_ctas(function, contract, dynamic) if contract.persistent else None
+    ctas = resident_ctas(function, contract, dynamic) if contract.persistent else None
     counts = resolve_grid(
         grid,
         meta,
@@ -229,12 +290,15 @@ def launch_gpu(
         persistent_ctas=ctas,
     )
     blocks = (*counts, 1, 1)[:3]
+    if contract.walks:  # its CTAs walk the blocks: the slots say how many there are
+        resident = resident_ctas(function, contract, dynamic)
+        blocks = (walking_ctas(counts, resident, contract.name), 1, 1)
     handle = stream_handle(stream)
     if dynamic > function.dynamic_smem_limit:
         function.set_max_dynamic_shared(dynamic)
     packer = packer or Packer(contract)
     with packer.lock:
-        params = packer.pack(bound_args)
+        params = packer.pack(bound_args, counts)
         device.activate()
         threads = (contract.threads, 1, 1)
         if contract.persistent:
@@ -370,7 +434,7 @@ class GpuKernel:
         if key is not None and (cuda.device_count() == 1 or self._all_torch_like(args)):
             # Only a torch tensor's signature names its device: with several GPUs, other
             # arrays always take the whole path, which finds their device.
-            self._plans[key] = Plan(self, bound, function)
+            self._plans[key] = Plan(self, bound, function, counts)
         return counts
 
 

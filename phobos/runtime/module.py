@@ -95,7 +95,7 @@ class Function:
     name: str
     module: Module
     dynamic_smem_limit: int = 48 * 1024  # raised by set_max_dynamic_shared
-    persistent_ctas: dict[int, int] = field(default_factory=dict)  # by dynamic shared bytes
+    resident_ctas: dict[int, int] = field(default_factory=dict)  # by dynamic shared bytes
 
     @property
     def device(self) -> cuda.Device:

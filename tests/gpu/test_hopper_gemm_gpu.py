@@ -74,3 +74,34 @@ def test_the_hgemm_example_on_the_card(elem, tile_n):
     torch.cuda.synchronize()
     got = c[1].cpu().numpy()
     close(got, a[0].astype(np.float64) @ b[0].astype(np.float64), 1e-3, 1e-3)
+
+
+@pytest.mark.parametrize("m, n, k", [(2000, 1300, 200), (4100, 4000, 64)])
+def test_ctas_walking_many_blocks_on_the_card(m, n, k, tmp_path):
+    # 16 x 11 and 33 x 32 blocks: more than the card holds at once (one CTA an SM), so
+    # each CTA walks several, the ring's phases carried from one block to the next.
+    import test_lower_walk as walks
+
+    kern = python_kernel(walks.GEMM, tmp_path, "walk_gemm")
+    a, b = operand("f16", (m, k)), operand("f16", (k, n))
+    c = nan(m, n)
+    kern[(-(-m // 128), -(-n // 128))](a[1], b[1], c[1])
+    torch.cuda.synchronize()
+    got = c[1].cpu().numpy()
+    close(got, a[0].astype(np.float64) @ b[0].astype(np.float64), 1e-3, 1e-3)
+
+
+def test_walking_ctas_see_their_block_and_the_launch_grid_on_the_card(tmp_path):
+    import test_lower_walk as walks
+
+    kern = python_kernel(walks.SEEN, tmp_path, "walk_seen")
+    m, n, k, z = 300, 136, 64, 2
+    a, b = operand("f16", (m, k)), operand("f16", (k, n))
+    g = torch.full((4, 4, 4), -1, dtype=torch.int32, device="cuda")  # extents of 4: rows of 16 B
+    c = nan(m, n)
+    kern[(3, 2, z)](a[1], b[1], c[1], g)
+    torch.cuda.synchronize()
+    seen = g.cpu().numpy()
+    assert (seen[:z, :3, :2] == 3 * 10000 + 2 * 100 + z).all()  # every block, each z, ran
+    assert (seen[z:] == -1).all() and (seen[:, 3:] == -1).all() and (seen[:, :, 2:] == -1).all()
+    close(c[1].cpu().numpy(), a[0].astype(np.float64) @ b[0].astype(np.float64), 1e-3, 1e-3)

@@ -255,18 +255,22 @@ def test_the_hgemm_example_runs_on_a_tma_ring(tile_n, producer):
     agree(got, want, rtol=1e-4, atol=1e-4)  # f32 sums of 320 products, in two orders
 
 
+@pytest.mark.parametrize("walk", ["1", "0"])
 @pytest.mark.parametrize("m, n", [(1100, 136), (300, 264)])
-def test_the_blocks_run_in_groups_of_eight_columns_each_index_once(m, n):
+def test_the_blocks_run_in_groups_of_eight_columns_each_index_once(m, n, walk, monkeypatch):
+    monkeypatch.setenv("PHOBOS_WALK", walk)  # the CTAs walking the blocks, or a CTA a block
     # 9 x 2 blocks: a group of 8 columns of x, then one of 1; 3 x 3: one group of 3.
     # Every element is written (poisoned first) and right: each index ran once.
     hk, k = lowered(source("gemm", "f16"), chip="sm_90a")
-    assert any(i.attr("name") == "nctaid.y" for i in ops(k, "sreg"))
+    assert ops(k, "min")  # a group's width, the grid's edge's narrower
     A, B = inputs("f16", (m, 64)), inputs("f16", (64, n))
     want, got = run(hk, k, (-(-m // 128), -(-n // 128)), {"A": A, "B": B, "C": nan(m, n)})
     agree(got, want)
 
 
-def test_phobos_raster_0_keeps_the_launch_order(monkeypatch):
+@pytest.mark.parametrize("walk", ["1", "0"])
+def test_phobos_raster_0_keeps_the_launch_order(walk, monkeypatch):
+    monkeypatch.setenv("PHOBOS_WALK", walk)
     monkeypatch.setenv("PHOBOS_RASTER", "0")
     _, k = lowered(source("gemm", "f16"), chip="sm_90a")
-    assert not any(i.attr("name") == "nctaid.y" for i in ops(k, "sreg"))
+    assert not ops(k, "min")

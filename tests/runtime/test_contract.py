@@ -152,3 +152,107 @@ def test_a_slot_missing_for_a_parameter():
         p["slot"] = i
     with pytest.raises(ContractError, match="no slot for the parameter `on`"):
         Contract.from_json(json.dumps(data), "K.json")
+
+
+# ---------------------------------------------------------------------------
+# A kernel walking the grid's blocks: three u32 block counts after the extents
+
+
+def test_a_walking_kernel_has_the_block_counts_after_the_extents():
+    k = saxpy(walk=True)
+    assert [(p.slot, p.kind, p.name, p.ptx_type, p.width) for p in k.params[4:]] == [
+        (4, "extent", "N", "s32", 4),
+        (5, "extent", "M", "s32", 4),
+        (6, "blocks", "x", "u32", 4),
+        (7, "blocks", "y", "u32", 4),
+        (8, "blocks", "z", "u32", 4),
+    ]
+    assert k.walks and not saxpy().walks
+    assert k.arguments == ("x", "W", "alpha", "on") and k.dyn_dims == ("N", "M")
+    assert saxpy().params == k.params[:6]  # a kernel that does not walk: as before
+
+
+def test_a_walking_kernel_round_trips():
+    k = saxpy(walk=True, variant={"BLOCK": 128})
+    text = Contract((k,)).to_json()
+    assert text.count('"kind": "blocks"') == 3
+    back = Contract.from_json(text, "K.json")
+    assert back.kernel("saxpy") == k and back.kernel("saxpy").walks
+    assert back.to_json() == text
+    assert json.loads(text)["version"] == 1
+
+
+def test_a_persistent_kernel_never_walks():
+    with pytest.raises(ValueError, match="sizes its own grid"):
+        saxpy(walk=True, persistent=True)
+
+
+def test_for_kernel_passes_walk_through():
+    params = (hir.Sym("A", 1, "param", hir.TensorT(F32, (hir.Dyn("N"),))),)
+    kernel = hir.Kernel("k", params, hir.Block(()), None, (), ("N",), index_width=32)
+    c = KernelContract.for_kernel(kernel, chip="sm_90a", fingerprint="fp", walk=True)
+    assert [(p.kind, p.name) for p in c.params] == [
+        ("ptr", "A"), ("extent", "N"), ("blocks", "x"), ("blocks", "y"), ("blocks", "z"),
+    ]  # fmt: skip
+    assert not KernelContract.for_kernel(kernel, chip="sm_90a", fingerprint="fp").walks
+
+
+def _walking_data():
+    return json.loads(Contract((saxpy(walk=True),)).to_json())
+
+
+def _swap(d, i, j):
+    params = _kernel(d)["params"]
+    params[i], params[j] = params[j], params[i]
+    params[i]["slot"], params[j]["slot"] = i, j
+
+
+def _another_block_count(d, name):
+    params = _kernel(d)["params"]
+    params.append(dict(params[-1], slot=len(params), name=name))
+
+
+WALK_MUTATIONS = [
+    # (change to the walking kernel's data, the field named, words of the message)
+    (lambda d: _kernel(d)["params"].pop(), "kernels[0].params", "no block-count slot for `z`"),
+    (lambda d: _kernel(d)["params"][7].update(ptx_type="s32"), "params[7]", ".u32 of 4"),
+    (lambda d: _kernel(d)["params"][8].update(width=8), "params[8]", "a block count is .u32"),
+    (lambda d: _kernel(d)["params"][7].update(name="z"), "params[7].name", "in that order"),
+    (lambda d: _kernel(d)["params"][8].update(name="x"), "params[8].name", "repeats"),
+    (lambda d: _kernel(d)["params"][6].update(name="w"), "params[6].name", "not an axis"),
+    (lambda d: _kernel(d)["params"][6].update(kind="block"), "params[6].kind", "extent, blocks"),
+    (lambda d: _another_block_count(d, "x"), "params[9].name", "repeats the block count"),
+    (lambda d: _swap(d, 5, 6), "params[6]", "extent slot after a block-count slot"),
+    (lambda d: _swap(d, 3, 6), "params[4]", "parameter or extent slot after a block-count"),
+    (lambda d: _kernel(d).update(persistent=True), "kernels[0].persistent", "does not walk"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "field", "words"), WALK_MUTATIONS)
+def test_a_corrupt_walking_contract_names_the_field(mutate, field, words):
+    data = _walking_data()
+    mutate(data)
+    with pytest.raises(ContractError) as info:
+        Contract.from_json(json.dumps(data), "build/K.json")
+    err = info.value
+    assert str(err).startswith("build/K.json: ")
+    assert field in err.field and words in str(err), str(err)
+
+
+def test_block_counts_after_a_tensor_map_are_refused():
+    from phobos.runtime.contract import TensorMapSpec
+
+    A = TensorMapSpec("A_tmap", "A", "f16", ("M", "K"), (128, 64))
+    k = KernelContract.build("gemm", [("A", "tensor", ("f16", ("M", "K")))],
+        dyn_dims=("M", "K"), chip="sm_90a", fingerprint="", maps=[A], walk=True)  # fmt: skip
+    assert [p.kind for p in k.params] == ["ptr", "extent", "extent"] + ["blocks"] * 3 + ["tmap"]
+    assert Contract.from_json(Contract((k,)).to_json()).kernels == (k,)
+    data = json.loads(Contract((k,)).to_json())
+    params = _kernel(data)["params"]
+    params.insert(3, params.pop())  # the map's slot before the counts
+    for i, p in enumerate(params):
+        p["slot"] = i
+    with pytest.raises(ContractError) as info:
+        Contract.from_json(json.dumps(data), "K.json")
+    assert info.value.field == "kernels[0].params[4]"
+    assert "is a block-count slot after a tensor map slot" in str(info.value)

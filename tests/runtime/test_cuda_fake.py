@@ -40,13 +40,20 @@ def fake_map_bytes(args: dict) -> bytes:
     return digest * 4
 
 
+def _handle(func) -> int:
+    """A function handle as the binding passes it: an int, or a ctypes pointer."""
+    return getattr(func, "value", func) or 0
+
+
 class FakeDriver:
     """A CUDA driver with `devices` GPUs, recording calls. Each GPU is of compute
-    capability 9.0 unless `capabilities` gives a (major, minor) per ordinal."""
+    capability 9.0 unless `capabilities` gives a (major, minor) per ordinal; its other
+    attributes are `attributes` (`ATTRIBUTES`, 132 SMs, unless a test sets them)."""
 
     def __init__(self, devices=1, capabilities=None):
         self.devices = devices
         self.capabilities = list(capabilities or [(9, 0)] * devices)
+        self.attributes = dict(ATTRIBUTES)
         self.calls: list[tuple[str, tuple]] = []
         self.fail: dict[str, int] = {}  # call name -> the status it returns
         self.pointer_devices: dict[int, int] = {}
@@ -57,6 +64,7 @@ class FakeDriver:
             cuda.FUNC_LOCAL_SIZE_BYTES: 0,
         }
         self.blocks_per_sm = 2
+        self.dynamic_limits: dict[int, int] = {}  # function -> its dynamic shared bytes allowed
         self.launches: list[dict] = []
         self.tensor_maps: list[dict] = []  # each cuTensorMapEncodeTiled's arguments
         self.map_addresses: list[int] = []  # and where it wrote the map
@@ -113,7 +121,7 @@ class FakeDriver:
         elif attr == cuda.ATTR_COMPUTE_CAPABILITY_MINOR:
             out[0] = minor
         else:
-            out[0] = ATTRIBUTES[attr]
+            out[0] = self.attributes[attr]
         return self._record("cuDeviceGetAttribute", attr, dev)
 
     def cuDevicePrimaryCtxRetain(self, out, dev):
@@ -166,10 +174,14 @@ class FakeDriver:
         return self._record("cuFuncGetAttribute", attr, func)
 
     def cuFuncSetAttribute(self, func, attr, value):
+        if attr == cuda.FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+            self.dynamic_limits[_handle(func)] = value
         return self._record("cuFuncSetAttribute", func, attr, value)
 
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, out, func, threads, smem):
-        out[0] = self.blocks_per_sm
+        # as the driver: no CTA fits whose dynamic shared memory is past the function's limit
+        fits = smem <= self.dynamic_limits.get(_handle(func), 48 * 1024)
+        out[0] = self.blocks_per_sm if fits else 0
         return self._record("cuOccupancyMaxActiveBlocksPerMultiprocessor", func, threads, smem)
 
     def _launch(self, name, f, gx, gy, gz, bx, by, bz, shared, stream, params):

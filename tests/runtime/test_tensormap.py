@@ -262,12 +262,20 @@ def test_for_kernel_and_contract_of_take_the_lowered_kernels_maps():
     params = (hir.Sym("A", 0, "param", hir.TensorT(hir.Scalar("bf16"), (m, k))),)
     kernel = hir.Kernel("k", params, hir.Block(()), None, (), ("M", "K"), index_width=32)
     tmap = lir.TensorMap("A_tmap0", "A", "bf16", ("M", "K"), (64, 64), "128B")
-    lowered = SimpleNamespace(name="k", smem=1024, dynamic_smem=True, maps=(tmap,), threads=384)
+    lowered = SimpleNamespace(
+        name="k", smem=1024, dynamic_smem=True, maps=(tmap,), threads=384, walk=()
+    )
     c = contract_of(kernel, lowered, ".version 8.0", "sm_90a")
     assert c.threads == 384  # the lowered kernel's: a producer warpgroup's too
     assert c.maps == (TensorMapSpec("A_tmap0", "A", "bf16", ("M", "K"), (64, 64), "128B"),)
     assert [p.kind for p in c.params] == ["ptr", "extent", "extent", "tmap"]
-    assert c.dynamic_smem == 1024
+    assert c.dynamic_smem == 1024 and not c.walks
+    lowered.walk = ("blocks_x1", "blocks_y2", "blocks_z3")  # its CTAs walk the grid
+    c = contract_of(kernel, lowered, ".version 8.0", "sm_90a")
+    assert [(p.kind, p.name) for p in c.params[3:]] == [
+        ("blocks", "x"), ("blocks", "y"), ("blocks", "z"), ("tmap", "A_tmap0"),
+    ]  # fmt: skip
+    assert c.walks
 
 
 def _k(d):

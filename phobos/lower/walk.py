@@ -1,0 +1,186 @@
+"""A GEMM kernel's CTAs walking the launch grid's blocks (sm_90a): as many CTAs as the
+card holds at once, each running block after block of the grid the launch asked for,
+so that one block's epilogue runs while the next block's first boxes are on their way.
+
+A kernel whose body is scalar `let`s and register tiles, one loop staged by a TMA ring
+(`phobos.lower.tma`), then statements on registers (the epilogue):
+
+    let pm = ctx.block.x; let pn = ctx.block.y; var acc = 0.0
+    for kt in range(lo, hi, T) { var a = A[..]; var b = B[..]; acc += dot(a, b) }
+    C[..] = acc
+
+lowers, with its three walk params holding the launch grid's block counts
+(`Kernel.walk`; the launcher fills them and runs min(blocks, CTAs the card holds) CTAs,
+`phobos.runtime.launch_gpu`), to
+
+    ring set up once (mbarriers, slot, phase)
+    n = ctaid.x; thread 0: the first S-L turns of block n
+    loop {
+      break if n >= blocks
+      (x, y, z) = block n in the grouped order        // `Lowering.raster_of`
+      lets; acc = 0; the ring's loop                  // its slots and phases carried on
+      bar.sync                                         // every product done with the stages
+      thread 0: the first S-L turns of block n + nctaid, into the stages from the slot on
+      the epilogue
+      n += nctaid
+    }
+
+`ctx.block` and `ctx.blocks` read the walked block and the launch grid's counts, so
+the kernel means what it says. The ring's mbarriers go on counting phases from one
+block to the next: the slot and phase registers are the ring's, set once. Kernels
+with other shared memory, a `return`, or a producer warpgroup are not walked, nor any
+under `PHOBOS_WALK=0` (each CTA one block, as before); PHOBOS_LOG=debug says why.
+
+    >>> BlockWalk.__name__
+    'BlockWalk'
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from phobos.lower.hirwalk import walk
+from phobos.lower.lir import Break, If, Loop, Param, Reg
+from phobos.lower.types import REG, elem_of
+from phobos.sema import hir
+
+log = logging.getLogger("phobos.lower")
+
+
+def walker(lw, body: hir.Block):
+    """The walk of `body`'s blocks, or None where the kernel runs a CTA a block."""
+    if lw.plan is None or lw.plan.mbarriers is None:
+        return None  # not staged by a TMA ring
+    at, why = _refusal(lw, body)
+    if why is not None:
+        log.debug("`%s`: a CTA a block: %s", lw.k.name, why)
+        return None
+    return BlockWalk(lw, body, at)
+
+
+def _refusal(lw, body: hir.Block) -> tuple[int, str | None]:
+    """(the ring loop's index in `body`, why the kernel is not walked or None)."""
+    from phobos.lower.kernel import _scalar_only
+    from phobos.lower.tma import staged_by_tma
+
+    if os.environ.get("PHOBOS_WALK") == "0":
+        return -1, "PHOBOS_WALK=0"
+    if getattr(lw.k.attrs, "persistent", False) or lw.specialized:
+        return -1, "@persistent, or a producer warpgroup"
+    if any(isinstance(n, hir.Return) for n in walk(body)):
+        return -1, "a `return` would end the CTA's walk"
+    stmts = body.stmts
+    rings = [i for i, s in enumerate(stmts) if isinstance(s, hir.For) and staged_by_tma(lw, s)]
+    if len(rings) != 1:
+        return -1, f"{len(rings)} loops staged by TMA rings at the top of the body, not one"
+    at = rings[0]
+    loop = stmts[at]
+    if _step(lw, loop) is None:
+        return -1, "the ring's loop steps by a value, not a constant"
+    for s in stmts[:at]:
+        tile = lw.tiles.get(getattr(s, "sym", None))
+        if not (_scalar_only(s) or (isinstance(s, hir.VarDecl) and tile is not None
+                                    and tile.place != "shared")):  # fmt: skip
+            return -1, "a statement before the ring's loop is not a scalar or a register tile"
+    ring_bufs = {t.buffer.name for t in lw.tiles.values() if getattr(t, "tma", False)}
+    others = [b.name for b in lw.shared if b.name not in ring_bufs and b is not lw.plan.mbarriers]
+    if others:
+        return -1, f"shared memory beside the ring's (`{others[0]}`)"
+    return at, None
+
+
+def _step(lw, loop: hir.For) -> int | None:
+    """The loop's step where it is a positive constant."""
+    step = loop.step if isinstance(loop.step, int) else lw.value(loop.step)
+    value = getattr(step, "value", step)
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+class BlockWalk:
+    """The loop over the blocks a CTA runs, around one kernel's body."""
+
+    def __init__(self, lw, body: hir.Block, at: int):
+        self.lw = lw
+        self.pre = body.stmts[:at]
+        self.loop = body.stmts[at]
+        self.post = body.stmts[at + 1 :]
+        self.xyz = None  # the walked block's index, u32 registers
+        b = lw.b
+        self.counts = tuple(b.reg("u32", f"blocks_{a}") for a in "xyz")
+        self.names = tuple(r.name for r in self.counts)
+        lw.params.extend(Param(n, "u32") for n in self.names)
+        self.ring = None
+
+    def ctx(self, field: str, axis: str | None) -> Reg:
+        """`ctx.block.<axis>` (the walked block) or `ctx.blocks.<axis>` (the launch's)."""
+        i = "xyz".index(axis or "x")
+        return self.xyz[i] if field == "block" else self.counts[i]
+
+    def lower(self) -> None:
+        from phobos.lower.tma import TmaRing
+
+        lw, b = self.lw, self.lw.b
+        lw.walk = self
+        nx, ny, nz = self.counts
+        with b.at_prologue():
+            self.plane = b.op("mul", "u32", nx, ny, hint="plane")
+            self.total = b.op("mul", "u32", self.plane, nz, hint="blocks")
+        self.ring = TmaRing(lw, self.loop, None, _step(lw, self.loop))
+        self.ring.setup()
+        n = b.copy(lw.sreg("ctaid.x"), "u32", hint="blk")
+        self.prime(n)
+        with lw.tracker.loop(None, False):
+            with b.region() as turn:
+                done = b.op("setp", "pred", n, self.total, cmp="ge", type="u32")
+                b.add(Break(done))
+                self.xyz = self.index(n)
+                lw.block(hir.Block(self.pre + (self.loop,)))
+                # Every warpgroup's products are done with the stages the next block's
+                # first turns are written into.
+                lw.tracker.barrier(force=True)
+                nxt = b.op("add", "u32", n, lw.sreg("nctaid.x"), hint="blk")
+                self.prime(nxt)
+                lw.block(hir.Block(self.post))
+                b.mov(n, nxt, "u32")
+            b.add(Loop(turn.block, span=b.span))
+        log.debug("`%s`: its CTAs walk the grid's blocks, the next block's first turns "
+                  "issued before the epilogue", lw.k.name)  # fmt: skip
+
+    def index(self, n: Reg) -> tuple[Reg, Reg, Reg]:
+        """Block `n`'s (x, y, z): x and y in the grouped order where the lowering takes
+        it (`Lowering.rasterized`), else x fastest."""
+        lw, b = self.lw, self.lw.b
+        nx, ny, _ = self.counts
+        z = b.op("div", "u32", n, self.plane, hint="bz")
+        within = b.op("rem", "u32", n, self.plane, hint="pid")
+        if lw.rasterized:
+            x, y = lw.raster_of(within, nx, ny)
+        else:
+            x = b.op("rem", "u32", within, nx, hint="bx")
+            y = b.op("div", "u32", within, nx, hint="by")
+        return x, y, z
+
+    def prime(self, n: Reg) -> None:
+        """Where block `n` exists, thread 0 issues its loop's first turns: the scalar
+        `let`s before the loop evaluated for block `n`, then forgotten."""
+        lw, b = self.lw, self.lw.b
+        from phobos.lower.kernel import _reg_or_imm, _scalar_only
+
+        more = b.op("setp", "pred", n, self.total, cmp="lt", type="u32")
+        saved_env, saved_xyz = dict(lw.env), self.xyz
+        with b.region() as body:
+            self.xyz = self.index(n)
+            for s in self.pre:
+                if _scalar_only(s):
+                    lw.stmt(s)
+            t = REG[elem_of(self.loop.var.type)]
+            lo, hi = (_reg_or_imm(b, lw.value(e), t) for e in (self.loop.lo, self.loop.hi))
+            self.ring.prime(lo, hi, carried=True)
+        lw.env.clear()
+        lw.env.update(saved_env)
+        self.xyz = saved_xyz
+        b.add(If(more, body.block, None, span=b.span))
+
+
+__all__ = ["BlockWalk", "walker"]

@@ -1,0 +1,154 @@
+"""A GEMM's CTAs walking the launch grid's blocks (`phobos.lower.walk`): the ring set up
+once, each block's loop carrying on its slots and phases, the next block's first boxes
+issued after a barrier and before the epilogue. Pinned by the WALK lines against the lir;
+held to the tile interpreter at ragged sizes in the threads interpreter with one, two
+and five CTAs walking (two by default: `interp.threads.WALKERS`), race-free; the
+launcher's side is tests/runtime/test_launch_walk.py, the card's
+tests/gpu/test_hopper_gemm_gpu.py."""
+
+import logging
+
+import numpy as np
+import pytest
+from filecheck import filecheck
+from lowerkit import lowered, ops, ptxas_clean, text
+from mmakit import agree, inputs, nan, run
+
+from phobos.interp import threads
+from phobos.ptx.emit import emit_module
+
+GEMM = """
+@tensorcore
+@launch(256)
+@dynshared
+kernel k(A: tensor<f16>[M, K], B: tensor<f16>[K, N], C: tensor<f32>[M, N]) {
+  let pm = ctx.block.x
+  let pn = ctx.block.y
+  var acc: tile<f32>[128, 128] = 0.0
+  for kt in range(0, K, 64) {
+    var a = A[pm * 128 :+ 128, kt :+ 64]
+    var b = B[kt :+ 64, pn * 128 :+ 128]
+    acc += dot(a, b)
+  }
+  C[pm * 128 :+ 128, pn * 128 :+ 128] = acc
+}
+// WALK: walk=%blocks_x1,%blocks_y2,%blocks_z3
+// WALK-COUNT-4: mbarrier_init
+// WALK: fence_mbarrier_init
+// WALK: bar 0:u32
+// WALK: %blk17 = mov.u32
+// WALK: setp.lt.u32 %blk17, %blocks
+// WALK-COUNT-3: tma_load
+// WALK-COUNT-3: tma_load
+// WALK: loop {
+// WALK: break if
+// WALK: min.u32
+// WALK-NOT: mbarrier_init
+// WALK: for %kt
+// WALK: bar 0:u32
+// WALK-COUNT-3: tma_load
+// WALK: mbarrier_try_wait_parity
+// WALK: wgmma_wait  [pending=1]
+// WALK: {{loop end}}
+// WALK: wgmma_wait  [pending=0]
+// WALK: bar 0:u32
+// WALK: %blk252 = add.u32 %blk17
+// WALK: setp.lt.u32 %blk252, %blocks
+// WALK-COUNT-3: tma_load
+// WALK-COUNT-3: tma_load
+// WALK: st.global.v2.f32
+// WALK: %blk17 = mov.u32 %blk252
+// WALK: {{loop end}}
+// PTX: .param .u32 blocks_x1,
+// PTX: .param .align 64 .b8 A_tmap0[128]
+"""
+
+# `ctx.block` and `ctx.blocks` in the epilogue read the walked block and the launch's
+# counts: each block writes its own index and the grid it saw, z too.
+SEEN = GEMM.replace(
+    "C: tensor<f32>[M, N])",
+    "C: tensor<f32>[M, N], G: tensor<i32>[Z, X, Y])",
+).replace(
+    "  C[pm * 128 :+ 128, pn * 128 :+ 128] = acc\n",
+    "  C[pm * 128 :+ 128, pn * 128 :+ 128] = acc\n"
+    "  if ctx.thread == 0 {\n"
+    "    G[ctx.block.z, pm, pn] = ctx.blocks.x * 10000 + ctx.blocks.y * 100 + ctx.blocks.z\n"
+    "  }\n",
+)
+
+
+def test_the_walk_carries_the_ring_from_block_to_block():
+    _, k = lowered(GEMM, chip="sm_90a")
+    assert k.walk == ("blocks_x1", "blocks_y2", "blocks_z3")
+    filecheck(GEMM, text(k), prefix="WALK")
+    filecheck(GEMM, emit_module([k], "sm_90a"), prefix="PTX")
+    assert len(ops(k, "mbarrier_init")) == 4  # once, not a block
+    ptxas_clean(k, "sm_90a")
+
+
+@pytest.mark.parametrize("walkers", [1, 2, 5])
+@pytest.mark.parametrize("m, n, kk", [(1100, 136, 200), (300, 264, 16), (130, 40, 64)])
+def test_walking_ctas_agree_with_the_tile_interpreter(m, n, kk, walkers, monkeypatch):
+    # 9 x 2, 3 x 3 and 2 x 1 blocks; K of 16 runs one short turn (fewer than the two a
+    # block issues ahead), K of 200 four; five walkers for two blocks leave three idle.
+    monkeypatch.setattr(threads, "WALKERS", walkers)
+    hk, k = lowered(GEMM, chip="sm_90a")
+    A, B = inputs("f16", (m, kk)), inputs("f16", (kk, n))
+    want, got = run(hk, k, (-(-m // 128), -(-n // 128)), {"A": A, "B": B, "C": nan(m, n)})
+    agree(got, want, rtol=1e-4, atol=1e-4)  # f32 sums of up to 200 products, in two orders
+    ref = A[0].astype(np.float64) @ B[0].astype(np.float64)
+    np.testing.assert_allclose(got["C"], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_ctx_block_and_blocks_read_the_walked_block_and_the_launch_grid():
+    hk, k = lowered(SEEN, chip="sm_90a")
+    assert k.walk
+    m, n, kk, z = 300, 136, 64, 2
+    A, B = inputs("f16", (m, kk)), inputs("f16", (kk, n))
+    G = np.full((z, 3, 2), -1, np.int32)
+    want, got = run(hk, k, (3, 2, z), {"A": A, "B": B, "C": nan(m, n), "G": (G, G.copy())})
+    agree(got, want)
+    assert (got["G"] == 3 * 10000 + 2 * 100 + z).all()  # every block, each z, ran
+
+
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"env": "PHOBOS_WALK"}, "PHOBOS_WALK=0"),
+        ({"env": "PHOBOS_SPECIALIZE"}, "@persistent, or a producer warpgroup"),
+        ({"src": ("  C[pm", "  if pm > 1000 { return }\n  C[pm")}, "a `return` would end"),
+    ],
+)
+def test_a_kernel_not_walked_runs_a_cta_a_block_and_the_log_says_why(
+    change, why, caplog, monkeypatch
+):
+    src = GEMM
+    if "env" in change:
+        monkeypatch.setenv(change["env"], "0" if change["env"] == "PHOBOS_WALK" else "1")
+    else:
+        src = src.replace(*change["src"])
+    with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
+        hk, k = lowered(src, chip="sm_90a")
+    assert not k.walk and ops(k, "tma_load")
+    logged = [r.getMessage() for r in caplog.records]
+    assert any(why in line for line in logged), logged
+    A, B = inputs("f16", (300, 64)), inputs("f16", (64, 136))
+    want, got = run(hk, k, (3, 2), {"A": A, "B": B, "C": nan(300, 136)})
+    agree(got, want)
+
+
+def test_a_kernel_without_a_tma_ring_is_not_walked():
+    _, k = lowered(GEMM, chip="sm_90")
+    assert not k.walk and not ops(k, "tma_load")
+
+
+def test_the_hgemm_example_walks_without_a_spill():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from examples.hgemm import hgemm
+
+    built = hgemm.variant(TILE_N=256, TILE_K=64, T=256).compile(chip="sm_90a")
+    assert built.lir.walk and ".local" not in built.ptx
+    ptxas_clean(built.lir, "sm_90a")
