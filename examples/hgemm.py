@@ -7,7 +7,9 @@ Its shared memory is dynamic (`@dynshared`), so the ring's stages of the deeper 
 fit past the static 48 KB; its CTA size `T` is tuned with the tile (4 warps of 64 x 64 on
 a 128 x 128 tile, 8 of 32 x 64 on it, or 8 of 64 x 64 on 128 x 256). The space is kept to
 the tiles worth timing: each variant is race-checked in the tests.
-`hgemm_bf16` is the same kernel over bf16 operands (beyond SPEC.md: ours)."""
+`hgemm_bf16` is the same kernel over bf16 operands (beyond SPEC.md: ours), and `hgemm_h`
+writes its f32 sums rounded to f16 (`f16(acc)` fused into the stores), as `torch.mm` of
+f16 operands does."""
 
 from __future__ import annotations
 
@@ -56,6 +58,28 @@ def hgemm_bf16(
         b: ph.var = B[kt:+TILE_K, pn * TILE_N:+TILE_N]
         acc += ph.dot(a, b)
     C[pm * 128:+128, pn * TILE_N:+TILE_N] = acc
+
+
+@ph.kernel
+@ph.autotune(TILE_N=[128, 256], TILE_K=[32, 64], T=[128, 256])
+@ph.tensorcore
+@ph.launch("T")
+@ph.pipeline
+@ph.dynshared
+@ph.aligned(M=128, N="TILE_N", K="TILE_K")
+def hgemm_h(
+    A: ph.tensor[ph.f16][M, K],
+    B: ph.tensor[ph.f16][K, N],
+    C: ph.tensor[ph.f16][M, N],
+):
+    pm: ph.let = ph.ctx.block.x
+    pn: ph.let = ph.ctx.block.y
+    acc: ph.var[ph.tile[ph.f32][128, TILE_N]] = 0.0
+    for kt in range(0, K, TILE_K):
+        a: ph.var = A[pm * 128:+128, kt:+TILE_K]
+        b: ph.var = B[kt:+TILE_K, pn * TILE_N:+TILE_N]
+        acc += ph.dot(a, b)
+    C[pm * 128:+128, pn * TILE_N:+TILE_N] = ph.f16(acc)
 
 
 if __name__ == "__main__":
