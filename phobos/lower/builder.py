@@ -189,3 +189,13 @@ def imul(b: Builder, t: str, x, y):
 
 def _val(x, t: str):
     return Imm(x, t) if isinstance(x, int) else x
+
+
+def reg_or_imm(b: Builder, v: lir.Value, t: str) -> lir.Value:
+    """`v` as a value of the integer type `t`: an immediate retyped, or a register
+    moved into one of `t` where its type differs."""
+    if isinstance(v, Imm):
+        return Imm(int(v.value), t)
+    if v.type != t:
+        return b.op("mov", "b32" if lir.WIDTH[t] == 4 else "b64", v, dest_type=t)
+    return v

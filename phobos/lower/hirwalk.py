@@ -31,6 +31,14 @@ def walk(node):
                 yield from walk(getattr(node, f.name))
 
 
+def scalar_only(s) -> bool:
+    """Whether `s` binds a scalar of registers alone (a `let` or `var` of a scalar whose
+    value reads no memory a tile statement writes): every thread may run it."""
+    if not isinstance(s, (hir.Let, hir.VarDecl)) or not isinstance(s.sym.type, hir.Scalar):
+        return False
+    return not any(isinstance(n, hir.Slice) for n in walk(s))
+
+
 def numbered(body: hir.Block) -> hir.Block:
     """`body` with every statement and every tile-valued expression given its number
     (`label`), in the order they are written: the key under which the plan records

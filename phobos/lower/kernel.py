@@ -36,8 +36,9 @@ from math import gcd
 from phobos.diagnostics.diagnostic import Diagnostic
 from phobos.lower import lir, memory, passes, placement, scalars, statements
 from phobos.lower.barriers import Tracker
-from phobos.lower.builder import Builder
+from phobos.lower.builder import Builder, reg_or_imm
 from phobos.lower.errors import NotLowered
+from phobos.lower.hirwalk import scalar_only
 from phobos.lower.lir import Imm, Reg, Value
 from phobos.lower.types import BYTES, REG, SLOT, elem_of, index_reg
 from phobos.sema import hir
@@ -434,7 +435,7 @@ class Lowering:
         from phobos.lower.tma import staged_by_tma
 
         for s in blk.stmts:
-            if _scalar_only(s) or (isinstance(s, hir.For) and staged_by_tma(self, s)):
+            if scalar_only(s) or (isinstance(s, hir.For) and staged_by_tma(self, s)):
                 self.stmt(s)
                 continue
             with self.b.region() as body:
@@ -552,7 +553,7 @@ class Lowering:
         self.env[s.var] = var
         step_div = self._divisor(s.step) if isinstance(s.step, hir.Expr) else int(s.step)
         self.divs[s.var] = gcd(self._divisor(s.lo), step_div)
-        lo, hi, step = (_reg_or_imm(b, v, t) for v in (lo, hi, step))
+        lo, hi, step = (reg_or_imm(b, v, t) for v in (lo, hi, step))
         varying = max(s.lo.uni, s.hi.uni, getattr(s.step, "uni", hir.UNIFORM)) != hir.UNIFORM
         with self.prefetching(s, lo, hi, step, varying) as ring:
             body = self.loop_body(s.body, varying, ring)
@@ -650,16 +651,6 @@ class Lowering:
         return BYTES[t]
 
 
-def _scalar_only(s) -> bool:
-    """Whether `s` binds a scalar of registers alone (a `let` or `var` of a scalar whose
-    value reads no memory a tile statement writes): every thread may run it."""
-    if not isinstance(s, (hir.Let, hir.VarDecl)) or not isinstance(s.sym.type, hir.Scalar):
-        return False
-    from phobos.lower.hirwalk import walk
-
-    return not any(isinstance(n, hir.Slice) for n in walk(s))
-
-
 def _jumps(*blocks) -> list[str]:
     """The jumps (`return`, `break`, `continue`, strongest first) in `blocks` that leave
     them: a `break` or `continue` inside a nested loop stays in it."""
@@ -690,11 +681,3 @@ def _p2(n: int) -> int:
     if n <= 0:
         return 1
     return n & -n
-
-
-def _reg_or_imm(b: Builder, v: Value, t: str) -> Value:
-    if isinstance(v, Imm):
-        return Imm(int(v.value), t)
-    if v.type != t:
-        return b.op("mov", "b32" if lir.WIDTH[t] == 4 else "b64", v, dest_type=t)
-    return v

@@ -40,7 +40,8 @@ from __future__ import annotations
 import logging
 import os
 
-from phobos.lower.hirwalk import walk
+from phobos.lower.builder import reg_or_imm
+from phobos.lower.hirwalk import scalar_only, walk
 from phobos.lower.lir import Break, If, Loop, Param, Reg
 from phobos.lower.types import REG, elem_of
 from phobos.sema import hir
@@ -61,7 +62,6 @@ def walker(lw, body: hir.Block):
 
 def _refusal(lw, body: hir.Block) -> tuple[int, str | None]:
     """(the ring loop's index in `body`, why the kernel is not walked or None)."""
-    from phobos.lower.kernel import _scalar_only
     from phobos.lower.tma import staged_by_tma
 
     if os.environ.get("PHOBOS_WALK") == "0":
@@ -80,7 +80,7 @@ def _refusal(lw, body: hir.Block) -> tuple[int, str | None]:
         return -1, "the ring's loop steps by a value, not a constant"
     for s in stmts[:at]:
         tile = lw.tiles.get(getattr(s, "sym", None))
-        if not (_scalar_only(s) or (isinstance(s, hir.VarDecl) and tile is not None
+        if not (scalar_only(s) or (isinstance(s, hir.VarDecl) and tile is not None
                                     and tile.place != "shared")):  # fmt: skip
             return -1, "a statement before the ring's loop is not a scalar or a register tile"
     ring_bufs = {t.buffer.name for t in lw.tiles.values() if getattr(t, "tma", False)}
@@ -165,17 +165,16 @@ class BlockWalk:
         """Where block `n` exists, thread 0 issues its loop's first turns: the scalar
         `let`s before the loop evaluated for block `n`, then forgotten."""
         lw, b = self.lw, self.lw.b
-        from phobos.lower.kernel import _reg_or_imm, _scalar_only
 
         more = b.op("setp", "pred", n, self.total, cmp="lt", type="u32")
         saved_env, saved_xyz = dict(lw.env), self.xyz
         with b.region() as body:
             self.xyz = self.index(n)
             for s in self.pre:
-                if _scalar_only(s):
+                if scalar_only(s):
                     lw.stmt(s)
             t = REG[elem_of(self.loop.var.type)]
-            lo, hi = (_reg_or_imm(b, lw.value(e), t) for e in (self.loop.lo, self.loop.hi))
+            lo, hi = (reg_or_imm(b, lw.value(e), t) for e in (self.loop.lo, self.loop.hi))
             self.ring.prime(lo, hi, carried=True)
         lw.env.clear()
         lw.env.update(saved_env)
