@@ -16,6 +16,10 @@ its bytes are *in flight*, and any access to them, by any thread (the issuing on
 a race of kind `async/read` or `async/write`. Other threads see the bytes race-free once
 the issuing thread has waited and a barrier has followed.
 
+A TMA store (`tma_store`) reads its shared source asynchronously until the issuing
+thread's `bulk_wait` (with `read=1` or without) completes its group: a write or atomic to
+those bytes before then, by any thread, is an `async/write` race; reading them is not.
+
 Global memory is not checked: a race there between threads of one CTA, or between CTAs,
 is out of scope (compute-sanitizer's racecheck covers shared memory only, too).
 
@@ -89,6 +93,14 @@ class RacePair:
 
     def message(self) -> str:
         """One line: what raced, between which threads and instructions, where."""
+        if self.in_flight and self.inst_a.op == "tma_store":
+            return (
+                f"data race ({self.kind}) on {self.where} in block {self.cta}: "
+                f"thread {self.thread_b} {_verb(self.inst_b)} it at {_place(self.inst_b)} "
+                f"while thread {self.thread_a}'s TMA store at {_place(self.inst_a)} may still "
+                f"be reading it: the store has read its source only after thread "
+                f"{self.thread_a}'s `bulk_wait` completes its group"
+            )
         if self.in_flight and self.inst_a.op == "cp_async_bulk":
             return (
                 f"data race ({self.kind}) on {self.where} in block {self.cta}: "
@@ -129,7 +141,10 @@ class RacePair:
                 secondary=secondary,
                 notes=[f"the accesses are `{_text(self.inst_a)}` and `{_text(self.inst_b)}`"],
                 help=f"wait for the copy's group in thread {self.thread_a}, then put a "
-                "`barrier()` between that wait and this access",
+                "`barrier()` between that wait and this access"
+                if self.inst_a.op != "tma_store"
+                else f"wait with `bulk_wait  [read=1]` in thread {self.thread_a}, then put "
+                "a `barrier()` between that wait and this write",
             )
         return Diagnostic.error(
             None,
@@ -143,7 +158,8 @@ class RacePair:
 
 
 def _verb(i: lir.Inst) -> str:
-    verbs = {"ld": "reads", "st": "writes", "cp_async": "copies into"}
+    verbs = {"ld": "reads", "st": "writes", "cp_async": "copies into", "stmatrix": "writes",
+             "tma_store": "reads", "ldmatrix": "reads"}  # fmt: skip
     return verbs.get(i.op, "copies into" if i.op == "cp_async_bulk" else "updates")
 
 
@@ -165,7 +181,9 @@ class RaceRecorder:
     `access(kind, inst, threads, offsets, nbytes)` records one instruction's accesses
     (`kind` read, write or atomic; one `nbytes` access per thread); `barrier()` closes the
     epoch; `new_cta(cta)` starts a CTA. `copy_issued` and `copy_landed` record an
-    asynchronous copy's start and its landing (one `nbytes` copy per thread). The first
+    asynchronous copy's start and its landing (one `nbytes` copy per thread);
+    `bulk_issued`/`bulk_landed` a bulk copy's, `store_reading`/`store_read` a TMA store's
+    reading of its source. The first
     `limit` distinct races (by kind and the pair of instructions) are kept in `races`;
     `found` counts every racing byte.
     """
@@ -186,10 +204,13 @@ class RaceRecorder:
         # per byte: [thread, inst] of the asynchronous copy in flight into it; a barrier
         # does not end a copy, only the issuing thread's wait does
         self._flight = np.full((2, size), -1, np.int64)
+        # per byte: [thread, inst] of a TMA store still reading it (the latest, if several)
+        self._reading = np.full((2, size), -1, np.int64)
 
     def new_cta(self, cta) -> None:
         self.cta = tuple(cta) + (0,) * (3 - len(cta))
         self._flight.fill(-1)
+        self._reading.fill(-1)
         self.barrier()
 
     def barrier(self) -> None:
@@ -215,6 +236,10 @@ class RaceRecorder:
         if hit.any():  # whoever touches a byte in flight, the copy's own thread included
             race_kind = "async/read" if kind == "read" else "async/write"
             self._report(race_kind, byte, copier, self._flight[1][byte], th, me, hit)
+        reader = self._reading[0][byte]
+        hit = reader >= 0
+        if kind != "read" and hit.any():  # a TMA store may still read it: any thread's write
+            self._report("async/write", byte, reader, self._reading[1][byte], th, me, hit)
         writer, r1, r2, a1, a2 = (self._who[k] for k in range(5))
         checks = {
             "write": [(writer, "write/write"), (r1, "read/write"), (r2, "read/write"),
@@ -292,6 +317,20 @@ class RaceRecorder:
 
     def bulk_landed(self, offset: int, nbytes: int) -> None:
         self._flight[:, offset : offset + nbytes] = -1
+
+    def store_reading(self, inst: lir.Inst, thread: int, byte, issued: bool = True) -> None:
+        """A TMA store reads shared bytes `byte`: when `issued`, a read in this epoch;
+        until its group completes, bytes no thread may write."""
+        byte = np.asarray(byte, np.int64)
+        if issued:
+            self.access("read", inst, np.full(byte.size, thread), byte, 1)
+        self._reading[0][byte] = thread
+        self._reading[1][byte] = self._id(inst)
+
+    def store_read(self, byte) -> None:
+        """A store's group completed: its source bytes may be written again (the caller
+        marks again, `issued=False`, those that stores still in flight read)."""
+        self._reading[:, np.asarray(byte, np.int64)] = -1
 
     def _report(self, kind, byte, other_thread, other_inst, thread, me, hit) -> None:
         where = np.nonzero(hit)[0]

@@ -17,9 +17,11 @@ every running thread of the CTA reaches, a `shfl` that reads a lane not running 
 integer division by zero, a misaligned access. Modules: `threads_values` (types, bits,
 `cvt`), `threads_ops` (arithmetic, bits, comparisons, math), `threads_exec` (dispatch
 by op family), `threads_access` (ld, st, atom, red), `threads_warp` (shfl, vote),
-`threads_async` (cp_async and its groups), `threads_tensor` (ldmatrix, mma and WMMA, a
-warp at a time), `threads_wgmma` (wgmma, a warpgroup at a time), `threads_hopper` (mbarriers, bulk copies, named barriers; the arms of an
-`If` run side by side as `threads_strands`), `threads_memory` (global memory).
+`threads_async` (cp_async and its groups), `threads_tensor` (ldmatrix, stmatrix, mma and
+WMMA, a warp at a time), `threads_stores` (TMA stores and their bulk groups),
+`threads_wgmma` (wgmma, a warpgroup at a time), `threads_hopper` (mbarriers, bulk copies,
+named barriers; the arms of an `If` run side by side as `threads_strands`),
+`threads_memory` (global memory).
 
     >>> import numpy as np
     >>> from phobos.lower.lir import Block, Imm, Kernel, Param, Reg, inst
@@ -52,6 +54,7 @@ from phobos.interp.threads_exec import InstOps
 from phobos.interp.threads_hopper import HopperOps
 from phobos.interp.threads_memory import GlobalMemory
 from phobos.interp.threads_ops import arith, compare
+from phobos.interp.threads_stores import StoreOps
 from phobos.interp.threads_tensor import TensorOps
 from phobos.interp.threads_values import DTYPE, bits_of, immediate, reinterpret
 from phobos.interp.threads_warp import WarpOps
@@ -192,7 +195,7 @@ class _Loop:
         self.continued = np.zeros(threads, bool)
 
 
-class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps, WgmmaOps):
+class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps, WgmmaOps, StoreOps):
     """One CTA's run: its registers, shared memory and active threads."""
 
     def __init__(self, launch: _Launch, ctaid):
@@ -213,6 +216,7 @@ class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps, WgmmaOps
             launch.recorder.new_cta(ctaid)
         self.hopper_setup()  # mbarriers, bulk copies, strands (threads_hopper)
         self.wgmma_setup()  # warpgroups' fences and groups in flight (threads_wgmma)
+        self.stores_setup()  # TMA stores and their bulk groups (threads_stores)
 
     # -- registers -----------------------------------------------------------
 
@@ -250,6 +254,7 @@ class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps, WgmmaOps
             self.block(self.kernel.body, np.ones(self.T, bool), None)
         if self.wgmma_on:
             self.wgmma_end()
+        self.stores_end()
 
     def block(self, block: lir.Block, mask, loop: _Loop | None) -> None:
         """Run `block`'s items for the threads of `mask` still running."""

@@ -23,7 +23,7 @@ from phobos.lower import lir
 HANDLERS: dict[str, str] = {op: "do_" + family for op, family in lir.OPS.items()}
 HANDLERS.update({"ld": "do_ld", "st": "do_st", "atom": "do_atom", "red": "do_atom"})
 HANDLERS.update({"shfl": "do_shfl", "vote": "do_vote", "bar": "do_bar", "fence": "do_fence"})
-HANDLERS.update({op: "do_" + op for op in lir.ASYNC | lir.TENSOR | lir.HOPPER})
+HANDLERS.update({op: "do_" + op for op in lir.ASYNC | lir.TENSOR | lir.HOPPER | lir.HOPPER_STORES})
 HANDLERS["bar"] = "do_barrier"  # threads_hopper: do_bar, or a named barrier across strands
 
 

@@ -276,11 +276,11 @@ class HopperOps:
         address = TMAP_BASE + 128 * names.index(i.attr("map"))
         self.write(i.dests[0], np.full(self.T, address, np.uint64), "u64", mask)
 
-    def _tmap(self, thread: int, address: int) -> lir.TensorMap:
+    def _tmap(self, thread: int, address: int, what: str = "load") -> lir.TensorMap:
         j, off = divmod(address - TMAP_BASE, 128)
         if off or not 0 <= j < len(self.kernel.maps):
-            raise InterpError(f"thread {thread}: a TMA load names {address:#x}, not a tensor "
-                              "map's address (`tmap_addr`)")  # fmt: skip
+            raise InterpError(f"thread {thread}: a TMA {what} names {address:#x}, not a "
+                              "tensor map's address (`tmap_addr`)")  # fmt: skip
         return self.kernel.maps[j]
 
     def do_tma_load(self, i: lir.Inst, mask) -> None:
@@ -315,6 +315,19 @@ class HopperOps:
     def _box(self, thread: int, m: lir.TensorMap, x: int, y: int) -> np.ndarray:
         """The bytes of `m`'s box at column `x`, row `y`, row-major, 0 past the tensor."""
         size = BYTES[m.elem]
+        tensor = self.tensor_of(thread, m)
+        rows, cols = tensor.shape[0], tensor.shape[1] // size
+        out = np.zeros((m.box[0], m.box[1] * size), np.uint8)
+        r0, r1 = max(y, 0), min(y + m.box[0], rows)
+        c0, c1 = max(x, 0), min(x + m.box[1], cols)
+        if r0 < r1 and c0 < c1:
+            out[r0 - y : r1 - y, (c0 - x) * size : (c1 - x) * size] = \
+                tensor[r0:r1, c0 * size : c1 * size]  # fmt: skip
+        return out.reshape(-1)
+
+    def tensor_of(self, thread: int, m: lir.TensorMap) -> np.ndarray:
+        """The bytes of `m`'s tensor, (rows, row bytes): a view of global memory."""
+        size = BYTES[m.elem]
         rows, cols = (d if isinstance(d, int) else int(self.launch.params[d]) for d in m.dims)
         base = int(self.launch.params[m.tensor])
         if base % 16 or (cols * size) % 16:
@@ -327,15 +340,10 @@ class HopperOps:
         if whole and not ok.all():
             raise InterpError(f"thread {thread}: tensor map `{m.name}` covers "
                               f"{memory.describe(base, whole)}")  # fmt: skip
+        if not whole:
+            return np.zeros((rows, cols * size), np.uint8)
         tensor = memory.buffers[int(index[0])].data[int(offset[0]) : int(offset[0]) + whole]
-        tensor = tensor.reshape(rows, cols * size)
-        out = np.zeros((m.box[0], m.box[1] * size), np.uint8)
-        r0, r1 = max(y, 0), min(y + m.box[0], rows)
-        c0, c1 = max(x, 0), min(x + m.box[1], cols)
-        if r0 < r1 and c0 < c1:
-            out[r0 - y : r1 - y, (c0 - x) * size : (c1 - x) * size] = \
-                tensor[r0:r1, c0 * size : c1 * size]  # fmt: skip
-        return out.reshape(-1)
+        return tensor.reshape(rows, cols * size)
 
     def _land(self, bar_offset: int) -> None:
         """Land every bulk copy completing on the mbarrier at `bar_offset`, in issue order."""

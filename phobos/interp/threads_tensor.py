@@ -1,5 +1,5 @@
-"""Tensor-core ops of the threads interpreter: `ldmatrix`, `mma` and WMMA, run a warp at a
-time.
+"""Tensor-core ops of the threads interpreter: `ldmatrix`, `stmatrix`, `mma` and WMMA, run a
+warp at a time.
 
 These are warp-collective: a warp runs one on its 32 lanes together, each lane giving
 its operands and receiving its part of the result. A warp that reaches one with only
@@ -9,7 +9,9 @@ leaves both undefined.
 
 `ldmatrix` and `mma` hand out elements as `phobos.lower.fragments` says, the PTX ISA's
 tables. `ldmatrix` reads one 16-byte row per address lane (`.x1` lanes 0-7, `.x2` 0-15,
-`.x4` all), each 16-byte aligned inside shared memory. `mma` computes `A @ B + C` in
+`.x4` all), each 16-byte aligned inside shared memory; `stmatrix` is its inverse, writing
+those rows from the registers (two lanes naming one row: the higher lane's bytes land).
+`mma` computes `A @ B + C` in
 float64 (the products of 16-bit floats exactly) or in integers, and rounds once to D's
 type; the card's order and rounding of the sum are unspecified, at least single
 precision for f32 accumulators and half precision for f16 ones. s32 sums wrap (there is
@@ -32,8 +34,8 @@ differ only where a program changed the registers unevenly, which PTX forbids. T
 layouts an `mma` names are not checked against its loads' (the registers do not carry
 them): the interpreter computes the product of what was loaded either way.
 
-For the race check an `ldmatrix` row counts as read by the lane giving its address; a
-WMMA element as read or written by each lane holding it.
+For the race check an `ldmatrix` row counts as read by the lane giving its address, a
+`stmatrix` row as written by it; a WMMA element as read or written by each lane holding it.
 """
 
 from __future__ import annotations
@@ -200,7 +202,22 @@ class TensorOps:
             raise InterpError(f"`ldmatrix` loads 1, 2 or 4 matrices, not {n}", i.span)
         trans = bool(i.attr("trans", 0))
         tid = self._warps(i, mask)
-        rows = tid[:, : 8 * n]  # the lanes giving row addresses
+        rows, addr = self._rows(i, tid, n)
+        if self.launch.recorder is not None:
+            self.launch.recorder.access("read", i, rows.reshape(-1), addr.reshape(-1), 16)
+        raw = gather(self.smem, addr.reshape(-1), 16)
+        halves = np.ascontiguousarray(raw).view(np.uint16).reshape(tid.shape[0], n, 8, 8)
+        for matrix, dest in enumerate(i.dests):
+            bits = np.zeros(tid.shape, np.uint32)
+            for part in (0, 1):
+                r, c = _ldmatrix_table(part, trans)
+                bits |= halves[:, matrix, r, c].astype(np.uint32) << np.uint32(16 * part)
+            self._put(dest, tid, bits, mask)
+
+    def _rows(self, i: lir.Inst, tid, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(lanes, addresses), each (warps, 8n): the row addresses of an ld/stmatrix of `n`
+        matrices, lane 8j + r naming row r of matrix j, checked."""
+        rows = tid[:, : 8 * n]
         addr = self._words(i.srcs[0], tid, "u32")[:, : 8 * n].astype(np.int64)
         for bad, says in (
             (addr % 16 != 0, "gives row address {a}, not 16-byte aligned"),
@@ -213,16 +230,25 @@ class TensorOps:
                     + says.format(a=int(addr[w, lane]), s=self.smem.size),
                     i.span,
                 )
-        if self.launch.recorder is not None:
-            self.launch.recorder.access("read", i, rows.reshape(-1), addr.reshape(-1), 16)
-        raw = gather(self.smem, addr.reshape(-1), 16)
-        halves = np.ascontiguousarray(raw).view(np.uint16).reshape(tid.shape[0], n, 8, 8)
-        for matrix, dest in enumerate(i.dests):
-            bits = np.zeros(tid.shape, np.uint32)
+        return rows, addr
+
+    def do_stmatrix(self, i: lir.Inst, mask) -> None:
+        n = len(i.srcs) - 1
+        if n not in (1, 2, 4):
+            raise InterpError(f"`stmatrix` stores 1, 2 or 4 matrices, not {n}", i.span)
+        trans = bool(i.attr("trans", 0))
+        tid = self._warps(i, mask)
+        rows, addr = self._rows(i, tid, n)
+        halves = np.zeros((tid.shape[0], n, 8, 8), np.uint16)
+        for matrix, src in enumerate(i.srcs[1:]):
+            words = self._words(src, tid, "b32")
             for part in (0, 1):
                 r, c = _ldmatrix_table(part, trans)
-                bits |= halves[:, matrix, r, c].astype(np.uint32) << np.uint32(16 * part)
-            self._put(dest, tid, bits, mask)
+                halves[:, matrix, r, c] = (words >> np.uint32(16 * part)).astype(np.uint16)
+        if self.launch.recorder is not None:
+            self.launch.recorder.access("write", i, rows.reshape(-1), addr.reshape(-1), 16)
+        raw = halves.reshape(-1, 8).view(np.uint8)  # one 16-byte row a lane, lanes in order
+        scatter(self.smem, addr.reshape(-1), raw)
 
     # -- mma -------------------------------------------------------------------
 

@@ -174,11 +174,26 @@ HOPPER = {"mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
           "tma_load", "elect_sync",
           "setmaxnreg", "wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait",
           "wgmma_desc"}  # fmt: skip
+# Hopper's stores out of a CTA (sm_90; `phobos.lower.verify_hopper` has the rules).
+# `stmatrix %addr, %r0[, %r1, %r2, %r3]  [trans=1]` is ldmatrix's inverse, warp-collective:
+# it stores 1, 2 or 4 8 x 8 b16 matrices, register j of each lane holding two elements of
+# matrix j (`phobos.lower.fragments.ldmatrix_m8n8`; `.trans`: a column pair), each lane
+# giving one row's u32 shared address as for ldmatrix (16 bytes a row).
+# `tma_store %m, %x, %y, %ssrc` copies the box at shared offset `%ssrc`, laid out in the
+# map's swizzle, to the box of tensor map `%m` (`tmap_addr`) whose first element is column
+# `x`, row `y` (s32 from 0, elements); elements past the tensor are not written. It runs
+# asynchronously, in the issuing thread's bulk groups: `bulk_commit` closes the thread's
+# open group of stores, `bulk_wait  [pending=N, read=1]` waits until at most N of its
+# committed groups are unfinished (`read=1`: until they have read their shared source,
+# so it may be overwritten; without, until their global writes are done).
+# (Shared bytes written by st.shared or stmatrix and then read by a `tma_store` want a
+# `fence.shared  [proxy=async]` between, as a wgmma's operands do.)
+HOPPER_STORES = {"stmatrix", "tma_store", "bulk_commit", "bulk_wait"}
 
 FAMILIES: dict[str, set[str]] = {
     "arith": ARITH, "bits": BITS, "compare": COMPARE, "convert": CONVERT, "math": MATH,
     "memory": MEMORY, "special": SPECIAL, "sync": SYNC, "warp": WARP, "trap": TRAP,
-    "async": ASYNC, "tensor": TENSOR, "hopper": HOPPER,
+    "async": ASYNC, "tensor": TENSOR, "hopper": HOPPER, "hopper_stores": HOPPER_STORES,
 }  # fmt: skip
 OPS: dict[str, str] = {op: family for family, ops in FAMILIES.items() for op in ops}
 

@@ -43,8 +43,9 @@ Invariants checked:
    have `shape` m16n16k16 and each `layout`, `alayout`, `blayout` row or col; their
    address is a shared (`u32`) or global (`u64`) one as `space` says, and an optional
    last operand is a 32-bit integer stride in elements.
-9. Hopper's asynchronous ops (mbarriers, bulk copies, `elect_sync`, `setmaxnreg`) follow
-   the rules listed in `phobos.lower.verify_hopper`.
+9. Hopper's asynchronous ops (mbarriers, bulk copies, `elect_sync`, `setmaxnreg`) and its
+   stores (`stmatrix`, `tma_store` and its bulk groups) follow the rules listed in
+   `phobos.lower.verify_hopper`.
 
     >>> from phobos.lower.lir import Block, Kernel, Reg, inst
     >>> bad = Kernel("k", (), Block((inst("add", (Reg("a", "f32"),), (Reg("b", "f32"),), type="f32"),)))
@@ -269,6 +270,7 @@ class _Verifier:
             self.fail(f"a {vec}-wide store stores {vec} values", i)
 
     check_hopper = verify_hopper.check
+    check_hopper_stores = verify_hopper.check
 
     def check_special(self, i: lir.Inst, type_: str | None) -> None:
         if i.attr("name") not in lir.SPECIAL_REGS:

@@ -22,6 +22,13 @@ descriptor A) and `major_b` are K or MN. `wgmma_fence`, `wgmma_commit` and `wgmm
 them together). `wgmma_desc` reads a u32 shared offset and writes a u64, its `lbo` and
 `sbo` multiples of 16 below 2^18 and its `swizzle` none, 32B, 64B or 128B.
 
+The stores (`lir.HOPPER_STORES`): `stmatrix` writes nothing and reads one u32 shared
+address register and 1, 2 or 4 b32 registers, `trans` 0 or 1, with no guard (a warp runs
+it together, as ldmatrix). `tma_store` writes nothing and reads a u64 tensor map (from
+`tmap_addr`), two 32-bit coordinates and a u32 shared source register. `bulk_commit`
+takes nothing; `bulk_wait` takes nothing but a `pending` count from 0 and a `read` of 0
+or 1.
+
     >>> from phobos.lower.lir import Block, Imm, Kernel, Reg, inst
     >>> from phobos.lower.verify import LirError, verify
     >>> bar = Reg("bar", "u64")
@@ -147,6 +154,51 @@ def _tma_load(v, i: lir.Inst) -> None:
                f"({bar.type})", i)  # fmt: skip
 
 
+def _stmatrix(v, i: lir.Inst) -> None:
+    _collective(v, i)
+    _no_dests(v, i)
+    trans = i.attr("trans", 0)
+    if trans not in (0, 1) or isinstance(trans, bool):
+        v.fail(f"`stmatrix` has `trans` 0 or 1, not {trans!r}", i)
+    if not i.srcs or not isinstance(i.srcs[0], lir.Reg) or i.srcs[0].type != "u32":
+        v.fail("`stmatrix` takes a u32 shared address register first", i)
+    regs = i.srcs[1:]
+    if len(regs) not in (1, 2, 4) or any(not isinstance(r, lir.Reg) or r.type != "b32"
+                                         for r in regs):  # fmt: skip
+        v.fail(f"`stmatrix` stores 1, 2 or 4 b32 registers, one a matrix, not {len(regs)} "
+               f"({', '.join(str(r) for r in regs) or 'none'})", i)  # fmt: skip
+
+
+def _tma_store(v, i: lir.Inst) -> None:
+    _no_dests(v, i)
+    if len(i.srcs) != 4:
+        v.fail("`tma_store` takes a tensor map, two coordinates and a shared source, not "
+               f"{len(i.srcs)} operands", i)  # fmt: skip
+    tmap, x, y, src = i.srcs
+    if not isinstance(tmap, lir.Reg) or tmap.type != "u64":
+        v.fail(f"a TMA store's tensor map is a u64 register (`tmap_addr`), not `{tmap}`", i)
+    for c in (x, y):
+        if c.type not in INT32:
+            v.fail(f"a TMA coordinate is a 32-bit integer, not `{c}` ({c.type})", i)
+    if not isinstance(src, lir.Reg) or src.type != "u32":
+        v.fail(f"a TMA store's source is a u32 shared address register, not `{src}`", i)
+
+
+def _bulk_commit(v, i: lir.Inst) -> None:
+    if i.dests or i.srcs:
+        v.fail("`bulk_commit` takes no operand and writes no register", i)
+
+
+def _bulk_wait(v, i: lir.Inst) -> None:
+    if i.dests or i.srcs:
+        v.fail("`bulk_wait` takes no operand and writes no register", i)
+    pending, read = i.attr("pending"), i.attr("read", 0)
+    if not isinstance(pending, int) or isinstance(pending, bool) or pending < 0:
+        v.fail(f"`bulk_wait` needs a `pending` count of groups from 0, not {pending!r}", i)
+    if read not in (0, 1) or isinstance(read, bool):
+        v.fail(f"`bulk_wait` has `read` 0 or 1, not {read!r}", i)
+
+
 def _collective(v, i: lir.Inst) -> None:
     if i.guard is not None:
         v.fail(f"`{i.op}` runs on the whole warp and takes no guard", i)
@@ -254,5 +306,10 @@ RULES = {
     "tma_load": _tma_load,
     "elect_sync": _elect,
     "setmaxnreg": _setmaxnreg,
+    "stmatrix": _stmatrix,
+    "tma_store": _tma_store,
+    "bulk_commit": _bulk_commit,
+    "bulk_wait": _bulk_wait,
 }
-assert set(RULES) == lir.HOPPER, sorted(set(RULES) ^ lir.HOPPER)
+_ALL = lir.HOPPER | lir.HOPPER_STORES
+assert set(RULES) == _ALL, sorted(set(RULES) ^ _ALL)

@@ -5,8 +5,10 @@ Every mbarrier, bulk-copy destination and the like is a lir shared offset (a `u3
 register) rebased onto the CTA's window as ld/st rebase it; a CTA's own shared::cta
 address is a valid shared::cluster one, which the bulk copy's destination takes (PTX ISA,
 "State spaces: shared"). The mbarrier ops, try_wait and fence.mbarrier_init need sm_90;
-the bulk copy the async proxy (sm_90); `setmaxnreg` and the
-wgmma ops sm_90a. A wgmma names its accumulator once, as its D and its C.
+the bulk copy, the TMA store and its bulk groups the async proxy (sm_90), `stmatrix` its
+own feature (sm_90, PTX ISA 7.8); `setmaxnreg` and the wgmma ops sm_90a. A wgmma names its
+accumulator once, as its D and its C. A TMA store reads its source from the CTA's own
+window (`.shared::cta`) and completes in a bulk group, not on an mbarrier.
 
     >>> from phobos.lower.lir import Block, Imm, Kernel, Reg, SharedBuffer, inst
     >>> from phobos.ptx import emit_kernel
@@ -136,6 +138,54 @@ def _tma_load(e: Emitter, i: lir.Inst) -> str:
     return f"{head} {', '.join(ops)}"
 
 
+@rule("stmatrix")
+def _stmatrix(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "stmatrix")
+    n = len(i.srcs) - 1
+    if n not in (1, 2, 4) or i.dests:
+        e.fail(i, f"stores {n} matrices; stmatrix stores 1, 2 or 4 and writes no register")
+    trans = i.attr("trans", 0)
+    if trans not in (0, 1):
+        e.fail(i, f"has `trans` {trans!r}, not 0 or 1")
+    regs = _regs(e, i, i.srcs[1:], n, ("b32",), "the matrices")
+    addr = _shared_address(e, i, i.srcs[0])
+    head = f"stmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.shared.b16"
+    return f"{head} [{addr}], {regs}"
+
+
+@rule("tma_store")
+def _tma_store(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "async_proxy")
+    if i.dests or len(i.srcs) != 4:
+        e.fail(i, "takes a tensor map, two coordinates and a shared source")
+    tmap, x, y, src = i.srcs
+    if not isinstance(tmap, lir.Reg) or tmap.type != "u64":
+        e.fail(i, "takes a u64 tensor map register")
+    coords = ", ".join(e.operand(c, imm_ok=True) for c in (x, y))
+    head = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+    return f"{head} [{e.name(tmap)}, {{{coords}}}], [{_shared_address(e, i, src)}]"
+
+
+@rule("bulk_commit")
+def _bulk_commit(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "async_proxy")
+    arity(e, i, 0)
+    return "cp.async.bulk.commit_group"
+
+
+@rule("bulk_wait")
+def _bulk_wait(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "async_proxy")
+    arity(e, i, 0)
+    pending, read = i.attr("pending"), i.attr("read", 0)
+    if not isinstance(pending, int) or pending < 0:
+        e.fail(i, f"leaves {pending!r} groups pending, not a count from 0")
+    if read not in (0, 1):
+        e.fail(i, f"has `read` {read!r}, not 0 or 1")
+    # `.read`: only until the groups have read their shared sources
+    return f"cp.async.bulk.wait_group{'.read' if read else ''} {pending}"
+
+
 @rule("elect_sync")
 def _elect_sync(e: Emitter, i: lir.Inst) -> str:
     e.needs(i, "elect")
@@ -240,5 +290,9 @@ ATTRS.update(
         "tma_load": (),
         "elect_sync": (),
         "setmaxnreg": ("action", "regs"),
+        "stmatrix": ("trans",),
+        "tma_store": (),
+        "bulk_commit": (),
+        "bulk_wait": ("pending", "read"),
     }
 )

@@ -575,9 +575,9 @@ def test_every_lir_op_is_claimed():
         for items in build("sm_90").values():
             seen.update(i.op for i in items)
     # the sm_90a ops, and the TMA ops (which need a kernel with a tensor map), are built
-    # and assembled in tests/ptx/test_emit_hopper.py
+    # and assembled in tests/ptx/test_emit_hopper.py, the stores in test_emit_stores.py
     sm_90a = {"setmaxnreg", "wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait", "wgmma_desc",
-              "tmap_addr", "tma_load"}  # fmt: skip
+              "tmap_addr", "tma_load", *lir.HOPPER_STORES}  # fmt: skip
     assert seen | sm_90a == set(lir.OPS)
 
 
