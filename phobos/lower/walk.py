@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import os
 
+from phobos.lower import tmastore
 from phobos.lower.builder import reg_or_imm
 from phobos.lower.hirwalk import scalar_only, walk
 from phobos.lower.lir import Break, If, Loop, Param, Reg
@@ -130,8 +131,11 @@ class BlockWalk:
         self.ring.setup()
         n = b.copy(lw.sreg("ctaid.x"), "u32", hint="blk")
         self.prime(n)
+        store = len(self.post) == 1 and tmastore.stored_by_tma(lw, self, self.post[0])
         with lw.tracker.loop(None, False):
             with b.region() as turn:
+                if store:  # the last block's panels read before its refills, or the end
+                    tmastore.drain(lw, self)
                 done = b.op("setp", "pred", n, self.total, cmp="ge", type="u32")
                 b.add(Break(done))
                 self.xyz = self.index(n)
@@ -141,7 +145,10 @@ class BlockWalk:
                 lw.tracker.barrier(force=True)
                 nxt = b.op("add", "u32", n, lw.sreg("nctaid.x"), hint="blk")
                 self.prime(nxt)
-                lw.block(hir.Block(self.post))
+                if store:
+                    tmastore.lower(lw, self, self.post[0])
+                else:
+                    lw.block(hir.Block(self.post))
                 b.mov(n, nxt, "u32")
             b.add(Loop(turn.block, span=b.span))
         log.debug("`%s`: its CTAs walk the grid's blocks, the next block's first turns "

@@ -82,9 +82,10 @@ def contractions() -> None:
 def tensor_cores() -> None:
     """The tensor-core GEMMs: f16 and bf16 on mma.sync from swizzled staging tiles (each
     tile shape of hgemm's space), i8 on integer mma; flash attention's two products on
-    mma.sync, its scores row-reduced in their registers."""
+    mma.sync, its scores row-reduced in their registers; `hgemm_h`'s f16 C stored by
+    stmatrix and TMA stores on sm_90a."""
     from examples.flash_attention_f16 import flash_attention_f16
-    from examples.hgemm import hgemm, hgemm_bf16
+    from examples.hgemm import hgemm, hgemm_bf16, hgemm_h
     from examples.igemm import igemm
 
     for dtype, kernel in ((torch.float16, hgemm), (torch.bfloat16, hgemm_bf16)):
@@ -93,6 +94,13 @@ def tensor_cores() -> None:
         c = torch.empty(256, 512, device="cuda")
         for tn, tk, t in ((128, 64, 128), (256, 64, 256), (128, 32, 256)):
             kernel.variant(TILE_N=tn, TILE_K=tk, T=t)[(2, 512 // tn)](a, b, c)
+    a, b = (
+        torch.randn(256, 512, device="cuda").half(),
+        torch.randn(512, 512, device="cuda").half(),
+    )
+    ch = torch.empty(256, 512, device="cuda", dtype=torch.float16)
+    for tn in (128, 256):
+        hgemm_h.variant(TILE_N=tn, TILE_K=64, T=256)[(2, 512 // tn)](a, b, ch)
     q = torch.randn(200, 64, device="cuda").half()
     k, v = (torch.randn(300, 64, device="cuda").half() for _ in range(2))
     o = torch.empty(200, 64, device="cuda")

@@ -105,3 +105,23 @@ def test_walking_ctas_see_their_block_and_the_launch_grid_on_the_card(tmp_path):
     assert (seen[:z, :3, :2] == 3 * 10000 + 2 * 100 + z).all()  # every block, each z, ran
     assert (seen[z:] == -1).all() and (seen[:, 3:] == -1).all() and (seen[:, :, 2:] == -1).all()
     close(c[1].cpu().numpy(), a[0].astype(np.float64) @ b[0].astype(np.float64), 1e-3, 1e-3)
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+@pytest.mark.parametrize("tn", [128, 256])
+@pytest.mark.parametrize("m, n, k", [(300, 520, 200), (2000, 1300, 136)])
+def test_an_epilogue_stored_by_tma_on_the_card(elem, tn, m, n, k, tmp_path):
+    # stmatrix into the free stages, TMA stores clipped at the ragged edges; the C of
+    # 2000 x 1300 has more blocks than the card holds, so each CTA stores several.
+    import test_lower_tmastore as stores
+
+    kern = python_kernel(stores.source(elem, tn), tmp_path, f"store_{elem}_{tn}")
+    a, b = operand(elem, (m, k)), operand(elem, (k, n))
+    dtype = torch.float16 if elem == "f16" else torch.bfloat16
+    c = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
+    kern[(-(-m // 128), -(-n // tn))](a[1], b[1], c)
+    torch.cuda.synchronize()
+    got = c.float().cpu().numpy()
+    assert not np.isnan(got).any(), "elements never written"
+    tol = 2e-3 if elem == "f16" else 1.6e-2
+    close(got, a[0].astype(np.float64) @ b[0].astype(np.float64), tol, tol)
