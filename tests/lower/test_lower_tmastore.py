@@ -17,6 +17,13 @@ from mmakit import inputs, run
 from phobos.interp import threads
 from phobos.ptx.emit import emit_module
 
+
+@pytest.fixture(autouse=True)
+def tma_store(monkeypatch):
+    """The TMA store is taken under PHOBOS_TMA_STORE=1 (off by default until run on a card)."""
+    monkeypatch.setenv("PHOBOS_TMA_STORE", "1")
+
+
 GEMM = """
 @tensorcore
 @launch(256)
@@ -113,7 +120,7 @@ def _floats(a) -> np.ndarray:
 @pytest.mark.parametrize(
     "change, why",
     [
-        ("env", "PHOBOS_TMA_STORE=0"),
+        ("env", "off unless PHOBOS_TMA_STORE=1"),
         ("f32", "the stored value is not a conversion to the tensor's 16-bit type"),
     ],
 )
@@ -122,7 +129,7 @@ def test_an_epilogue_not_stored_by_tma_stores_from_registers_and_the_log_says_wh
 ):
     src = source("f16", 128)
     if change == "env":
-        monkeypatch.setenv("PHOBOS_TMA_STORE", "0")
+        monkeypatch.delenv("PHOBOS_TMA_STORE")
     else:
         src = src.replace("C: tensor<f16>", "C: tensor<f32>").replace("f16(acc)", "acc")
     with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
