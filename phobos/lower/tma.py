@@ -315,18 +315,10 @@ class TmaRing:
 
     def _map(self, st, tile) -> tuple[TensorMap, object]:
         """The tensor map `tile`'s boxes are read through, and its address register."""
-        lw, b = self.lw, self.lw.b
-        tensor = st.value.base.sym
-        dims = tuple(d if isinstance(d, int) else d.name for d in tensor.type.dims)
         row = tile.shape[1] * BYTES[tile.elem]
         inner = min(row, LINE) // BYTES[tile.elem]  # a panel's columns where rows are wider
-        m = TensorMap(f"{tensor.name}_tmap{len(lw.maps)}", tensor.name, tile.elem, dims,
-                      (tile.shape[0], inner), MODES[min(row, LINE)])  # fmt: skip
-        lw.maps.append(m)
-        with b.at_prologue():
-            addr = b.reg("u64", "tmap")
-            b.emit("tmap_addr", (addr,), (), map=m.name)
-        return m, addr
+        box = (tile.shape[0], inner)
+        return tensor_map(self.lw, st.value.base.sym, tile.elem, box, MODES[min(row, LINE)])
 
     def _bar(self, slot, empty: bool = False):
         """The `full` mbarrier of `slot` (or, with a producer warpgroup, its `empty`)."""
@@ -352,7 +344,7 @@ class TmaRing:
                 total = sum(tile.nbytes for _, tile in self.staged)
                 b.emit("mbarrier_arrive_expect_tx", (), (bar, Imm(total, "u32")))
                 for (st, tile), (m, addr) in zip(self.staged, self.maps, strict=True):
-                    row, col = (self._coord(sub.start) for sub in st.value.subs)
+                    row, col = (coord(self.lw, sub.start) for sub in st.value.subs)
                     stage = self._stage(tile, slot)
                     box_bytes = m.box[0] * m.box[1] * BYTES[m.elem]
                     for p in range(tile.shape[1] // m.box[1]):
@@ -370,12 +362,27 @@ class TmaRing:
         finally:
             lw.env[self.loop.var] = saved
 
-    def _coord(self, e):
-        """A slice start as an s32 coordinate (a register or an immediate)."""
-        v = self.lw.value(e)
-        if isinstance(v, Imm):
-            return Imm(int(v.value), "s32")
-        return scalars.materialize(self.lw.b, v, "i32")
+
+def tensor_map(lw, tensor: hir.Sym, elem: str, box: tuple[int, int], swizzle: str):
+    """A new tensor map of the 2-D tensor parameter `tensor` (`Kernel.maps`), its boxes
+    `box` in the `swizzle` mode, and the register holding its address (`tmap_addr`, in
+    the prologue): (map, register)."""
+    b = lw.b
+    dims = tuple(d if isinstance(d, int) else d.name for d in tensor.type.dims)
+    m = TensorMap(f"{tensor.name}_tmap{len(lw.maps)}", tensor.name, elem, dims, box, swizzle)
+    lw.maps.append(m)
+    with b.at_prologue():
+        addr = b.reg("u64", "tmap")
+        b.emit("tmap_addr", (addr,), (), map=m.name)
+    return m, addr
 
 
-__all__ = ["TmaRing"]
+def coord(lw, e):
+    """A slice start as an s32 box coordinate (a register or an immediate)."""
+    v = lw.value(e)
+    if isinstance(v, Imm):
+        return Imm(int(v.value), "s32")
+    return scalars.materialize(lw.b, v, "i32")
+
+
+__all__ = ["TmaRing", "coord", "tensor_map"]

@@ -31,7 +31,8 @@ import logging
 import os
 
 from phobos.lower import scalars
-from phobos.lower.lir import If, Imm, TensorMap
+from phobos.lower.lir import If, Imm
+from phobos.lower.tma import coord, tensor_map
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
@@ -130,14 +131,8 @@ def lower(lw, walk, s) -> None:
         b.emit("stmatrix", (), (addr, *words))
     b.emit("fence", space="shared", proxy="async")
     lw.tracker.barrier(force=True)  # every warp's rows are in the panels
-    m = TensorMap(f"{tensor.name}_tmap{len(lw.maps)}", tensor.name, elem,
-                  tuple(d if isinstance(d, int) else d.name for d in tensor.type.dims),
-                  (128, COLS), "128B")  # fmt: skip
-    lw.maps.append(m)
-    with b.at_prologue():
-        maddr = b.reg("u64", "tmap")
-        b.emit("tmap_addr", (maddr,), (), map=m.name)
-    r0, c0 = (_coord(lw, sub.start) for sub in s.target.subs)
+    _, maddr = tensor_map(lw, tensor, elem, (128, COLS), "128B")
+    r0, c0 = (coord(lw, sub.start) for sub in s.target.subs)
     with b.region() as lead:
         for p in range(n // COLS):
             x = c0 if not p else scalars.materialize(
@@ -172,13 +167,6 @@ def _panels(lw, ring, count: int) -> list:
                 if len(out) == count:
                     return out
     return out
-
-
-def _coord(lw, e):
-    v = lw.value(e)
-    if isinstance(v, Imm):
-        return Imm(int(v.value), "s32")
-    return scalars.materialize(lw.b, v, "i32")
 
 
 __all__ = ["drain", "lower", "stored_by_tma"]
