@@ -142,13 +142,7 @@ def _tma_load(v, i: lir.Inst) -> None:
         v.fail("`tma_load` takes a shared destination, a tensor map, two coordinates and an "
                f"mbarrier, not {len(i.srcs)} operands", i)  # fmt: skip
     dst, tmap, x, y, bar = i.srcs
-    if not isinstance(dst, lir.Reg) or dst.type != "u32":
-        v.fail(f"a TMA load's destination is a u32 shared address register, not `{dst}`", i)
-    if not isinstance(tmap, lir.Reg) or tmap.type != "u64":
-        v.fail(f"a TMA load's tensor map is a u64 register (`tmap_addr`), not `{tmap}`", i)
-    for c in (x, y):
-        if c.type not in ("s32", "u32", "b32"):
-            v.fail(f"a TMA coordinate is a 32-bit integer, not `{c}` ({c.type})", i)
+    _box(v, i, "load", "destination", dst, tmap, x, y)
     if not isinstance(bar, lir.Reg) or bar.type != "u32":
         v.fail(f"an mbarrier is named by a u32 shared address register, not `{bar}` "
                f"({bar.type})", i)  # fmt: skip
@@ -175,13 +169,18 @@ def _tma_store(v, i: lir.Inst) -> None:
         v.fail("`tma_store` takes a tensor map, two coordinates and a shared source, not "
                f"{len(i.srcs)} operands", i)  # fmt: skip
     tmap, x, y, src = i.srcs
+    _box(v, i, "store", "source", src, tmap, x, y)
+
+
+def _box(v, i: lir.Inst, what: str, side: str, shared, tmap, x, y) -> None:
+    """A TMA load's or store's box operands: its shared side, its map, its coordinates."""
+    if not isinstance(shared, lir.Reg) or shared.type != "u32":
+        v.fail(f"a TMA {what}'s {side} is a u32 shared address register, not `{shared}`", i)
     if not isinstance(tmap, lir.Reg) or tmap.type != "u64":
-        v.fail(f"a TMA store's tensor map is a u64 register (`tmap_addr`), not `{tmap}`", i)
+        v.fail(f"a TMA {what}'s tensor map is a u64 register (`tmap_addr`), not `{tmap}`", i)
     for c in (x, y):
         if c.type not in INT32:
             v.fail(f"a TMA coordinate is a 32-bit integer, not `{c}` ({c.type})", i)
-    if not isinstance(src, lir.Reg) or src.type != "u32":
-        v.fail(f"a TMA store's source is a u32 shared address register, not `{src}`", i)
 
 
 def _bulk_commit(v, i: lir.Inst) -> None:
