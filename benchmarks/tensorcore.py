@@ -152,6 +152,15 @@ def _tile(text: str) -> tuple[int, int, int, int]:
     return got
 
 
+def _shape(text: str) -> tuple[int, int, int]:
+    """`128x14336x4096` as (128, 14336, 4096)."""
+    try:
+        m, n, k = (int(x) for x in text.split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not MxNxK") from None
+    return m, n, k
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
@@ -159,10 +168,13 @@ def main() -> None:
     ap.add_argument("--only", choices=["f16", "bf16", "i8", "f16c"], action="append")
     ap.add_argument("--tile", action="append", type=_tile, help="MxNxK/T, one of TILES")
     ap.add_argument("--models", action="store_true", help="also the model shapes, f16 and bf16")
+    ap.add_argument("--shape", action="append", type=_shape, help="MxNxK, instead of the squares")
     args = ap.parse_args()
     tiles = args.tile or TILES
     only = set(args.only or ["f16", "bf16", "i8", "f16c"])
     shapes = [(n, n, n) for n in ([4096] if args.quick else [4096, 8192])]
+    if args.shape:
+        shapes = args.shape
     if args.models:
         shapes += MODEL_SHAPES
     rows: list = []

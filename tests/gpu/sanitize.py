@@ -14,7 +14,6 @@ shared scratch another warp is still writing. Each sanitizer must catch its bug.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from pathlib import Path
 
@@ -100,10 +99,8 @@ def tensor_cores() -> None:
         torch.randn(512, 512, device="cuda").half(),
     )
     ch = torch.empty(256, 512, device="cuda", dtype=torch.float16)
-    os.environ["PHOBOS_TMA_STORE"] = "1"  # the epilogue by TMA stores, off by default
-    for tn in (128, 256):
+    for tn in (128, 256):  # the epilogue by TMA stores
         hgemm_h.variant(TILE_N=tn, TILE_K=64, T=256)[(2, 512 // tn)](a, b, ch)
-    del os.environ["PHOBOS_TMA_STORE"]
     q = torch.randn(200, 64, device="cuda").half()
     k, v = (torch.randn(300, 64, device="cuda").half() for _ in range(2))
     o = torch.empty(200, 64, device="cuda")

@@ -115,7 +115,7 @@ def test_an_epilogue_stored_by_tma_on_the_card(elem, tn, m, n, k, tmp_path, monk
     # 2000 x 1300 has more blocks than the card holds, so each CTA stores several.
     import test_lower_tmastore as stores
 
-    monkeypatch.setenv("PHOBOS_TMA_STORE", "1")  # off by default until this has passed
+    monkeypatch.delenv("PHOBOS_TMA_STORE", raising=False)  # on by default
 
     kern = python_kernel(stores.source(elem, tn), tmp_path, f"store_{elem}_{tn}")
     a, b = operand(elem, (m, k)), operand(elem, (k, n))

@@ -274,3 +274,26 @@ def test_phobos_raster_0_keeps_the_launch_order(walk, monkeypatch):
     monkeypatch.setenv("PHOBOS_RASTER", "0")
     _, k = lowered(source("gemm", "f16"), chip="sm_90a")
     assert not ops(k, "min")
+
+
+@pytest.mark.parametrize(
+    "asked, chip, stages",
+    [
+        (None, "sm_90a", 5),  # the default TMA ring: 5 stages of 32 KB fit
+        ("7", "sm_90a", 7),
+        ("8", "sm_90a", 7),  # 8 stages of 32 KB do not fit the 227 KB: one fewer
+        ("7", "sm_80", 4),  # a cp.async ring is at most 4 deep
+    ],
+)
+def test_the_ring_depth_is_five_tma_stages_or_as_asked(asked, chip, stages, monkeypatch):
+    if asked is None:
+        monkeypatch.delenv("PHOBOS_STAGES", raising=False)
+    else:
+        monkeypatch.setenv("PHOBOS_STAGES", asked)
+    _, k = lowered(source("gemm", "f16"), chip=chip)
+    if chip == "sm_90a":
+        assert len(ops(k, "mbarrier_init")) == stages
+    else:
+        assert not ops(k, "tma_load")
+        (ring,) = [b for b in k.shared if b.name.startswith("tile_a")]
+        assert ring.size == stages * 128 * 64 * 2  # stages of `a`'s 16 KB

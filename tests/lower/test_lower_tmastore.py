@@ -20,8 +20,8 @@ from phobos.ptx.emit import emit_module
 
 @pytest.fixture(autouse=True)
 def tma_store(monkeypatch):
-    """The TMA store is taken under PHOBOS_TMA_STORE=1 (off by default until run on a card)."""
-    monkeypatch.setenv("PHOBOS_TMA_STORE", "1")
+    """The TMA store is on by default: an environment that turns it off is not ours."""
+    monkeypatch.delenv("PHOBOS_TMA_STORE", raising=False)
 
 
 GEMM = """
@@ -120,7 +120,7 @@ def _floats(a) -> np.ndarray:
 @pytest.mark.parametrize(
     "change, why",
     [
-        ("env", "off unless PHOBOS_TMA_STORE=1"),
+        ("env", "PHOBOS_TMA_STORE=0"),
         ("f32", "the stored value is not a conversion to the tensor's 16-bit type"),
     ],
 )
@@ -129,7 +129,7 @@ def test_an_epilogue_not_stored_by_tma_stores_from_registers_and_the_log_says_wh
 ):
     src = source("f16", 128)
     if change == "env":
-        monkeypatch.delenv("PHOBOS_TMA_STORE")
+        monkeypatch.setenv("PHOBOS_TMA_STORE", "0")
     else:
         src = src.replace("C: tensor<f16>", "C: tensor<f32>").replace("f16(acc)", "acc")
     with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
