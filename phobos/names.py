@@ -23,7 +23,7 @@ ATTRIBUTES: dict[str, str] = {
     "launch": "CTA size, and optionally min blocks per SM and a register cap.",
     "tensorcore": "dot/dot_t run on tensor cores; @ph.tensorcore('wmma') forces WMMA.",
     "registers": "Keeps the named tiles in registers.",
-    "pipeline": "Asserts that a loop is pipelined (double-buffered staging).",
+    "pipeline": "Asserts that a loop is pipelined; @ph.pipeline(stages='S') sets the rings' depth.",
     "padstage": "Pads staging tiles whose row pitch is a multiple of 128 bytes.",
     "dynshared": "Dynamic shared memory instead of the static 48 KB.",
     "persistent": "The grid must be co-resident; the launcher sizes it.",

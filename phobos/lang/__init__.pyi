@@ -146,7 +146,7 @@ def registers(*args: Any, **kwargs: Any) -> Any:
     """Keeps the named tiles in registers."""
 
 def pipeline(*args: Any, **kwargs: Any) -> Any:
-    """Asserts that a loop is pipelined (double-buffered staging)."""
+    """Asserts that a loop is pipelined; @ph.pipeline(stages='S') sets the rings' depth."""
 
 def padstage(*args: Any, **kwargs: Any) -> Any:
     """Pads staging tiles whose row pitch is a multiple of 128 bytes."""

@@ -376,7 +376,10 @@ class _Planner:
         self.products: set = set()  # tiles a `dot`/`dot_t` writes
         self.rings: dict = {}  # staging tile Sym -> (statement, loop's first, last statement)
         self.ring_loops: dict = {}  # staging tile Sym -> its loop (a `hir.For`)
-        self.depth = ring_depth()  # the stages a ring gets; fewer where they do not fit
+        self.asked = asked_stages(lw.k)  # `@pipeline(stages = S)` in this variant, or None
+        self.depth = (
+            self.asked or ring_depth()
+        )  # the stages a ring gets; fewer where they do not fit
         self.deepened = False  # whether a TMA ring took `TMA_STAGES`
         self.dots: list = []  # (the `dot` node, its target's Sym, under a varying branch)
         self.varying = 0  # branches open whose condition may differ within a warp
@@ -836,6 +839,7 @@ class _Planner:
                     t.tma = False
         tma = [r[0] for r in requests if plan.tiles[r[0]].tma]
         if not tma and self.depth > MAX_STAGES and self.rings:
+            log.debug("a cp.async ring takes at most %d stages, not %d", MAX_STAGES, self.depth)
             self.depth = MAX_STAGES  # deeper is for TMA rings only
             return self.decide()
         if exchange:
@@ -847,7 +851,8 @@ class _Planner:
         buffers, total = alloc.allocate(names)
         if tma:
             plan.mbarriers = buffers[-1]
-            if self.depth < TMA_STAGES and not self.deepened and "PHOBOS_STAGES" not in os.environ:
+            asked = self.asked or "PHOBOS_STAGES" in os.environ
+            if self.depth < TMA_STAGES and not self.deepened and not asked:
                 # A TMA ring keeps a wgmma group in flight: its stages run L = 2 turns
                 # behind, so it takes more of them to keep loads ahead (`tma`). (Three
                 # stages, two CTAs an SM for small tiles, measured faster on large
@@ -1368,6 +1373,19 @@ def ring_depth() -> int:
     if asked.isdigit():
         return min(max(int(asked), 2), MAX_TMA_STAGES)
     return STAGES
+
+
+def asked_stages(k) -> int | None:
+    """The depth `@pipeline(stages = S)` asks of `k`'s rings in its variant, or None.
+
+    >>> from types import SimpleNamespace as K
+    >>> asked_stages(K(attrs=K(stages="S"), variant=(("S", 5),))), asked_stages(K(attrs=None))
+    (5, None)
+    """
+    stages = getattr(getattr(k, "attrs", None), "stages", None)
+    if isinstance(stages, str):
+        return dict(k.variant).get(stages)
+    return stages
 
 
 def _sm(chip: str) -> int:

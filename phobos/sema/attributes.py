@@ -36,7 +36,11 @@ The rules, by attribute (each a row of `_CHECKS`):
    when the variant is (`Launch.resolve`). Any other name is refused (E0216).
 4. `@tensorcore`, `@tensorcore(sync)`, `@tensorcore(wmma)`.
 5. `@registers(t, ..)`: one or more names, each a `var` of the kernel.
-6. `@pipeline`, `@padstage`, `@dynshared`, `@persistent`: no arguments.
+6. `@pipeline`, `@padstage`, `@dynshared`, `@persistent`: no arguments, but
+   `@pipeline(stages = S)` (beyond SPEC.md: ours) sets the depth of the kernel's
+   rings, S an integer from 2 to `MAX_STAGES` or an `@autotune` name whose every value
+   is (E0217): a cp.async ring takes at most 4 of them, and any ring fewer where they
+   do not fit the shared memory.
 
 Any attribute given twice, an unknown one (with a did-you-mean) and a planned one
 (`PLANNED_ATTRIBUTES`) are refused. Codes E0200..E0215, explained in
@@ -71,6 +75,7 @@ E_LAUNCH_RANGE = "E0213"  # @launch threads, min_blocks or max_regs out of range
 E_TC_PATH = "E0214"  # @tensorcore(x) with x not `sync` or `wmma`
 E_REGISTER = "E0215"  # @registers(t) with no `var t` in the kernel
 E_LAUNCH_NAME = "E0216"  # @launch(T) with T not an @autotune dimension
+E_STAGES = "E0217"  # @pipeline(stages = S) with S no ring depth
 
 # SPEC.md "Attributes" and PTX's limits: .maxntid at most 1024 threads per CTA,
 # .maxnreg in 16..255 (the spec's range for max_regs).
@@ -80,6 +85,7 @@ DEFAULT_THREADS = 256
 LANES = 32  # SPEC.md "Indexing and synchronization": ctx.lanes on NVIDIA
 TENSORCORE_PATHS = ("sync", "wmma")
 FLAGS = ("pipeline", "padstage", "dynshared", "persistent")
+MAX_STAGES = 8  # `@pipeline(stages = S)`: the deepest ring asked for
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,7 @@ class KernelAttributes:
     tensorcore: str | None = None
     registers: tuple[str, ...] = ()
     pipeline: bool = False
+    stages: int | str | None = None  # `@pipeline(stages = S)`: a number or an @autotune name
     padstage: bool = False
     dynshared: bool = False
     persistent: bool = False
@@ -151,7 +158,7 @@ class KernelAttributes:
         maps = (self.autotune, self.cluster, self.aligned)
         flags = (self.pipeline, self.padstage, self.dynshared, self.persistent)
         items = tuple(tuple(m.items()) for m in maps)
-        return hash((items, self.launch, self.tensorcore, self.registers, flags))
+        return hash((items, self.launch, self.tensorcore, self.registers, flags, self.stages))
 
 
 def check_attributes(kernel: ast.Kernel) -> tuple[KernelAttributes, list[Diagnostic]]:
@@ -604,6 +611,72 @@ class _Checker:
         )
         return None
 
+    # -- @pipeline ----------------------------------------------------------------
+
+    def pipeline(self, attr: ast.Attribute) -> None:
+        """`@pipeline`, or `@pipeline(stages = S)`: the rings' depth (ours)."""
+        self.out["pipeline"] = True
+        at = _at("pipeline", attr.span)
+        given = attr.args or ()
+        if not given:
+            return
+        example = f"{at[:-1]}(stages = 4)`" if not _is_py(attr.span) else f"{at[:-1]}(stages=4)`"
+        args = self.args_of(attr, ast.KeywordArg, "`stages`", example)
+        if len(given) > 1:
+            self.error(
+                E_ARG_COUNT,
+                f"{at} takes at most one argument",
+                given[1].span.to(given[-1].span),
+                "extra arguments",
+                help="remove the extra arguments",
+            )
+            return
+        if not args:
+            return
+        (arg,) = args
+        if arg.name.id != "stages":
+            self.error(
+                E_ARG_KIND,
+                f"{at} takes only `stages`",
+                arg.name.span,
+                "not an argument of it",
+                help=f"write {example}",
+            )
+            return
+        value = arg.value
+        tunable = self.out.get("autotune", {})
+        depth = f"a ring's depth is from 2 to {MAX_STAGES} stages"
+        if isinstance(value, ast.Int):
+            if 2 <= value.value <= MAX_STAGES:
+                self.out["stages"] = value.value
+                return
+            self.error(E_STAGES, f"{at} stages must be from 2 to {MAX_STAGES}, found "
+                       f"{value.value}", value.span, "out of range", notes=[depth])  # fmt: skip
+            return
+        if isinstance(value, ast.Name) and value.id in tunable:
+            bad = [v for v in tunable[value.id] if not 2 <= v <= MAX_STAGES]
+            if not bad:
+                self.out["stages"] = value.id
+                return
+            self.error(
+                E_STAGES,
+                f"{at} stages must be from 2 to {MAX_STAGES}, but `{value.id}` searches {bad[0]}",
+                value.span,
+                "out of range in some variants",
+                notes=[depth],
+            )
+            return
+        autotune = _at("autotune", attr.span)
+        self.error(
+            E_STAGES,
+            f"`{_literal_text(value)}` is not a number of stages",
+            value.span,
+            "not an integer or an " + autotune + " dimension",
+            notes=[depth],
+            help=(_did_you_mean_word(value.id, tunable, attr.span) if isinstance(value, ast.Name)
+                  else None) or f"write {example}, or name a dimension {autotune} searches",
+        )  # fmt: skip
+
     # -- @tensorcore -------------------------------------------------------------
 
     def tensorcore(self, attr: ast.Attribute) -> None:
@@ -723,5 +796,6 @@ _CHECKS = {
     "tensorcore": _Checker.tensorcore,
     "registers": _Checker.registers,
     **dict.fromkeys(FLAGS, _Checker.flag),
+    "pipeline": _Checker.pipeline,
 }
 assert set(_CHECKS) == set(ATTRIBUTES), "every attribute has a checker"

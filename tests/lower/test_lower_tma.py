@@ -297,3 +297,26 @@ def test_the_ring_depth_is_five_tma_stages_or_as_asked(asked, chip, stages, monk
         assert not ops(k, "tma_load")
         (ring,) = [b for b in k.shared if b.name.startswith("tile_a")]
         assert ring.size == stages * 128 * 64 * 2  # stages of `a`'s 16 KB
+
+
+@pytest.mark.parametrize(
+    "attr, variant, chip, stages",
+    [
+        ("@pipeline(stages = 3)", None, "sm_90a", 3),  # fewer than the default 5
+        ("@autotune(S in [3, 6, 8])\n@pipeline(stages = S)", {"S": 6}, "sm_90a", 6),
+        ("@autotune(S in [3, 6, 8])\n@pipeline(stages = S)", {"S": 8}, "sm_90a", 7),  # fits 7
+        ("@pipeline(stages = 3)", None, "sm_80", 3),
+        ("@pipeline(stages = 6)", None, "sm_80", 4),  # a cp.async ring: at most 4
+    ],
+)
+def test_pipeline_stages_sets_the_ring_depth(attr, variant, chip, stages, monkeypatch):
+    monkeypatch.setenv("PHOBOS_STAGES", "2")  # the kernel's own depth wins over the switch
+    src = source("gemm", "f16").replace("@dynshared", "@dynshared\n" + attr)
+    hk, k = lowered(src, variant=variant, chip=chip)
+    (ring,) = [b for b in k.shared if b.name.startswith("tile_a")]
+    assert ring.size == stages * 128 * 64 * 2
+    if chip == "sm_90a":
+        assert len(ops(k, "mbarrier_init")) == stages
+        A, B = inputs("f16", (130, 200)), inputs("f16", (200, 136))
+        want, got = run(hk, k, (2, 2), {"A": A, "B": B, "C": nan(130, 136)})
+        agree(got, want, rtol=1e-4, atol=1e-4)  # f32 sums of 200 products, in another order

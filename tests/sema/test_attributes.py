@@ -496,8 +496,20 @@ CASES = {
             f"@{flag}(1)  // <-\nkernel k() {{ }}",
             f"@ph.{flag}(1)  # <-\ndef k():\n    pass",
         )
-        for flag in ("pipeline", "padstage", "dynshared", "persistent")
+        for flag in ("padstage", "dynshared", "persistent")
     },
+    "pipeline_args": (
+        "E0203",
+        "takes only `stages`",
+        "@pipeline(1)  // <-\nkernel k() { }",
+        "@ph.pipeline(1)  # <-\ndef k():\n    pass",
+    ),
+    "pipeline_stages": (
+        "E0217",
+        "stages must be from 2 to 8, found 1",
+        "@pipeline(stages = 1)  // <-\nkernel k() { }",
+        "@ph.pipeline(stages=1)  # <-\ndef k():\n    pass",
+    ),
 }
 
 PARAMS = [
@@ -525,7 +537,7 @@ def test_refused(code, fragment, spelling, text):
 
 def test_every_code_is_explained():
     used = {code for code, *_ in CASES.values()}
-    assert used == {f"E02{n:02d}" for n in range(17)}
+    assert used == {f"E02{n:02d}" for n in range(18)}
     assert used <= set(codes.known_codes())
 
 

@@ -53,6 +53,6 @@ def launch(x: ph.tensor[ph.f32][M]):  #~^ ERROR `@ph.launch` max_regs must be fr
 @ph.launch(True)  #~ ERROR `@ph.launch` takes only integer literals
 @ph.tensorcore("wma")  #~ ERROR unknown tensor-core path `wma`
 @ph.registers("acc", "acc", "nope")  #~ ERROR `acc` is named twice in `@ph.registers`
-@ph.pipeline(1)  #~ ERROR `@ph.pipeline` takes no arguments
+@ph.pipeline(1)  #~ ERROR `@ph.pipeline` takes only `stages`
 def rest(x: ph.tensor[ph.f32][N]):  #~^^ ERROR `@ph.registers` names `nope`, which no `var` of the kernel declares
     acc: ph.var[ph.tile[ph.f32][1, 64]] = 0.0
