@@ -306,6 +306,21 @@ class _Checker:
                 )
         return good
 
+    def too_many(self, at: str, given, most: str, notes=()) -> bool:
+        """Report the arguments past the first `most` ("three arguments"); whether any were."""
+        count = {"one argument": 1, "three arguments": 3}[most]
+        if len(given) <= count:
+            return False
+        self.error(
+            E_ARG_COUNT,
+            f"{at} takes at most {most}",
+            given[count].span.to(given[-1].span),
+            "extra arguments",
+            notes=list(notes),
+            help="remove the extra arguments",
+        )
+        return True
+
     def none_given(self, attr: ast.Attribute, what: str, example: str) -> None:
         self.error(
             E_ARG_COUNT,
@@ -533,15 +548,9 @@ class _Checker:
         if not given:
             self.none_given(attr, "the CTA size", example)
             return
-        if len(given) > 3:
-            self.error(
-                E_ARG_COUNT,
-                f"{at} takes at most three arguments",
-                given[3].span.to(given[-1].span),
-                "extra arguments",
-                notes=["the arguments are threads, min_blocks and max_regs"],
-                help="remove the extra arguments",
-            )
+        self.too_many(
+            at, given, "three arguments", ["the arguments are threads, min_blocks and max_regs"]
+        )
         args = self.args_of(attr, ast.PositionalArg, "integer literals", example)
         read = [
             self.launch_value(attr, a, i)
@@ -622,14 +631,7 @@ class _Checker:
             return
         example = f"{at[:-1]}(stages = 4)`" if not _is_py(attr.span) else f"{at[:-1]}(stages=4)`"
         args = self.args_of(attr, ast.KeywordArg, "`stages`", example)
-        if len(given) > 1:
-            self.error(
-                E_ARG_COUNT,
-                f"{at} takes at most one argument",
-                given[1].span.to(given[-1].span),
-                "extra arguments",
-                help="remove the extra arguments",
-            )
+        if self.too_many(at, given, "one argument"):
             return
         if not args:
             return
