@@ -127,3 +127,20 @@ def test_an_epilogue_stored_by_tma_on_the_card(elem, tn, m, n, k, tmp_path, monk
     assert not np.isnan(got).any(), "elements never written"
     tol = 2e-3 if elem == "f16" else 1.6e-2
     close(got, a[0].astype(np.float64) @ b[0].astype(np.float64), tol, tol)
+
+
+@pytest.mark.parametrize("stages", [3, 6, 8])
+def test_a_ring_as_deep_as_pipeline_stages_asks_on_the_card(stages, tmp_path):
+    # `@pipeline(stages = S)`: 3 and 6 stages as asked, 8 cut to the 7 that fit; the
+    # 2000 x 1300 C has more blocks than the card holds, so each CTA walks several.
+    src = forms.source("gemm", "f16").replace(
+        "@dynshared", "@dynshared\n@autotune(S in [3, 6, 8])\n@pipeline(stages = S)"
+    )
+    kern = python_kernel(src, tmp_path, f"stages_{stages}").variant(S=stages)
+    m, n, k = 2000, 1300, 328
+    a, b = operand("f16", (m, k)), operand("f16", (k, n))
+    got, want = both(kern, (-(-m // 128), -(-n // 128)), {"A": a, "B": b, "C": nan(m, n)})
+    close(got["C"], a[0].astype(np.float64) @ b[0].astype(np.float64), 1e-3, 1e-3)
+    close(got["C"], out(want, "C"), 1e-3, 1e-3)
+    mbarriers = kern.compile(chip="sm_90a").ptx.count("mbarrier.init")
+    assert mbarriers == min(stages, 7)
