@@ -49,6 +49,17 @@ log = logging.getLogger("phobos.lower")
 MATH1 = ("exp", "log", "sqrt", "tanh", "round", "floor", "ceil", "abs", "rsqrt", "sin", "cos")
 CONVERSIONS = ("f16", "bf16", "f32", "f64", "i8", "i32", "i64", "u8", "u16", "u32")
 CTX_SREG = {"block": "ctaid", "blocks": "nctaid"}
+
+
+def raster_group() -> int:
+    """The columns of x a group of the rasterised order takes: `RASTER`, or
+    `PHOBOS_RASTER=N` (N from 2 to 64) to measure another.
+
+    >>> raster_group() in range(2, 65)
+    True
+    """
+    asked = os.environ.get("PHOBOS_RASTER", "")
+    return min(int(asked), 64) if asked.isdigit() and int(asked) >= 2 else RASTER
 RASTER = 8  # columns of x a group of the rasterised block order takes (`Lowering.raster`)
 
 
@@ -382,10 +393,11 @@ class Lowering:
         """The (x, y) index, as u32, the `pid`-th block of an `nx` by `ny` grid takes in
         the grouped order (`raster`)."""
         b, u = self.b, "u32"
-        per = b.op("mul", u, ny, Imm(RASTER, u), hint="per")
-        first = b.op("mul", u, b.op("div", u, pid, per), Imm(RASTER, u), hint="first")
+        group = raster_group()
+        per = b.op("mul", u, ny, Imm(group, u), hint="per")
+        first = b.op("mul", u, b.op("div", u, pid, per), Imm(group, u), hint="first")
         left = b.op("sub", u, nx, first, hint="left")
-        size = b.op("min", u, left, Imm(RASTER, u), hint="size")
+        size = b.op("min", u, left, Imm(group, u), hint="size")
         within = b.op("rem", u, pid, per, hint="within")
         x = b.op("add", u, first, b.op("rem", u, within, size), hint="bx")
         y = b.op("div", u, within, size, hint="by")
