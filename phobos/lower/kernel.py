@@ -60,6 +60,8 @@ def raster_group() -> int:
     """
     asked = os.environ.get("PHOBOS_RASTER", "")
     return min(int(asked), 64) if asked.isdigit() and int(asked) >= 2 else RASTER
+
+
 RASTER = 8  # columns of x a group of the rasterised block order takes (`Lowering.raster`)
 
 
