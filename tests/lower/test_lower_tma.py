@@ -16,6 +16,7 @@ from filecheck import filecheck
 from lowerkit import lowered, ops, ptxas_clean, text
 from mmakit import agree, inputs, nan, run
 
+from phobos.lower.lir import Imm
 from phobos.ptx.emit import emit_module
 
 # M, N and K ragged, read as zeros past the tensors' edges; the rows' pitches (K and N
@@ -265,6 +266,16 @@ def test_the_blocks_run_in_groups_of_eight_columns_each_index_once(m, n, walk, m
     assert ops(k, "min")  # a group's width, the grid's edge's narrower
     A, B = inputs("f16", (m, 64)), inputs("f16", (64, n))
     want, got = run(hk, k, (-(-m // 128), -(-n // 128)), {"A": A, "B": B, "C": nan(m, n)})
+    agree(got, want)
+
+
+@pytest.mark.parametrize("group", ["2", "3"])
+def test_phobos_raster_n_groups_n_columns_each_index_once(group, monkeypatch):
+    monkeypatch.setenv("PHOBOS_RASTER", group)  # 9 x 2 blocks: groups of 2 or 3, one short
+    hk, k = lowered(source("gemm", "f16"), chip="sm_90a")
+    assert any(Imm(int(group), "u32") in i.srcs for i in ops(k, "min"))
+    A, B = inputs("f16", (1100, 64)), inputs("f16", (64, 136))
+    want, got = run(hk, k, (9, 2), {"A": A, "B": B, "C": nan(1100, 136)})
     agree(got, want)
 
 
