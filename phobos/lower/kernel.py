@@ -40,6 +40,7 @@ from phobos.lower.builder import Builder, reg_or_imm
 from phobos.lower.errors import NotLowered
 from phobos.lower.hirwalk import scalar_only
 from phobos.lower.lir import Imm, Reg, Value
+from phobos.lower.options import switch_count
 from phobos.lower.types import BYTES, REG, SLOT, elem_of, index_reg
 from phobos.sema import hir
 
@@ -58,8 +59,8 @@ def raster_group() -> int:
     >>> raster_group() in range(2, 65)
     True
     """
-    asked = os.environ.get("PHOBOS_RASTER", "")
-    return min(int(asked), 64) if asked.isdigit() and int(asked) >= 2 else RASTER
+    asked = switch_count("PHOBOS_RASTER", 2, 64)
+    return RASTER if asked is None else asked
 
 
 RASTER = 8  # columns of x a group of the rasterised block order takes (`Lowering.raster`)

@@ -15,6 +15,7 @@ staged by the cp.async ring.
 from __future__ import annotations
 
 import contextvars
+import os
 from contextlib import contextmanager
 
 TMA: contextvars.ContextVar[bool] = contextvars.ContextVar("phobos_tma", default=True)
@@ -28,6 +29,21 @@ def without_tma():
         yield
     finally:
         TMA.reset(token)
+
+
+def switch_count(name: str, lo: int, hi: int) -> int | None:
+    """The number an environment switch such as `PHOBOS_STAGES=N` asks for, at most `hi`;
+    None where it is unset, not a number, or below `lo` (the lowering's own choice then).
+
+    >>> os.environ["DOCTEST_SWITCH_N"] = "12"
+    >>> switch_count("DOCTEST_SWITCH_N", 2, 8), switch_count("DOCTEST_SWITCH_N", 16, 64)
+    (8, None)
+    >>> del os.environ["DOCTEST_SWITCH_N"]
+    """
+    asked = os.environ.get(name, "")
+    if not asked.isdigit() or int(asked) < lo:
+        return None
+    return min(int(asked), hi)
 
 
 def key_switches() -> dict[str, str]:

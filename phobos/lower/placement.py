@@ -46,7 +46,7 @@ from phobos.lower.hirwalk import walk as _walk
 from phobos.lower.kinds import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, max_vec
 from phobos.lower.layout import Blocked, MmaAcc, Sweep
 from phobos.lower.lir import Imm, SharedBuffer
-from phobos.lower.options import TMA
+from phobos.lower.options import TMA, switch_count
 from phobos.lower.types import BYTES, elem_of
 from phobos.lower.widths import PACKED, expr_vec, max_vec_for, memory_elems, proven, slice_vec
 from phobos.sema import hir
@@ -1369,10 +1369,8 @@ def ring_depth() -> int:
     >>> ring_depth() in range(2, MAX_TMA_STAGES + 1)
     True
     """
-    asked = os.environ.get("PHOBOS_STAGES", "")
-    if asked.isdigit():
-        return min(max(int(asked), 2), MAX_TMA_STAGES)
-    return STAGES
+    asked = switch_count("PHOBOS_STAGES", 2, MAX_TMA_STAGES)
+    return STAGES if asked is None else asked
 
 
 def asked_stages(k) -> int | None:

@@ -287,6 +287,12 @@ def test_phobos_raster_0_keeps_the_launch_order(walk, monkeypatch):
     assert not ops(k, "min")
 
 
+def _ring_of_a(k):
+    """The shared buffer holding the stages of `a`."""
+    (ring,) = [b for b in k.shared if b.name.startswith("tile_a")]
+    return ring
+
+
 @pytest.mark.parametrize(
     "asked, chip, stages",
     [
@@ -306,8 +312,7 @@ def test_the_ring_depth_is_five_tma_stages_or_as_asked(asked, chip, stages, monk
         assert len(ops(k, "mbarrier_init")) == stages
     else:
         assert not ops(k, "tma_load")
-        (ring,) = [b for b in k.shared if b.name.startswith("tile_a")]
-        assert ring.size == stages * 128 * 64 * 2  # stages of `a`'s 16 KB
+        assert _ring_of_a(k).size == stages * 128 * 64 * 2  # stages of `a`'s 16 KB
 
 
 @pytest.mark.parametrize(
@@ -324,8 +329,7 @@ def test_pipeline_stages_sets_the_ring_depth(attr, variant, chip, stages, monkey
     monkeypatch.setenv("PHOBOS_STAGES", "2")  # the kernel's own depth wins over the switch
     src = source("gemm", "f16").replace("@dynshared", "@dynshared\n" + attr)
     hk, k = lowered(src, variant=variant, chip=chip)
-    (ring,) = [b for b in k.shared if b.name.startswith("tile_a")]
-    assert ring.size == stages * 128 * 64 * 2
+    assert _ring_of_a(k).size == stages * 128 * 64 * 2
     if chip == "sm_90a":
         assert len(ops(k, "mbarrier_init")) == stages
         A, B = inputs("f16", (130, 200)), inputs("f16", (200, 136))
