@@ -50,6 +50,7 @@ from phobos.lower.options import TMA, switch_count
 from phobos.lower.types import BYTES, elem_of
 from phobos.lower.widths import PACKED, expr_vec, max_vec_for, memory_elems, proven, slice_vec
 from phobos.sema import hir
+from phobos.sema.attributes import MAX_RING_STAGES
 
 log = logging.getLogger("phobos.lower")
 
@@ -377,9 +378,8 @@ class _Planner:
         self.rings: dict = {}  # staging tile Sym -> (statement, loop's first, last statement)
         self.ring_loops: dict = {}  # staging tile Sym -> its loop (a `hir.For`)
         self.asked = asked_stages(lw.k)  # `@pipeline(stages = S)` in this variant, or None
-        self.depth = (
-            self.asked or ring_depth()
-        )  # the stages a ring gets; fewer where they do not fit
+        # The stages a ring gets; fewer where they do not fit.
+        self.depth = self.asked or ring_depth()
         self.deepened = False  # whether a TMA ring took `TMA_STAGES`
         self.dots: list = []  # (the `dot` node, its target's Sym, under a varying branch)
         self.varying = 0  # branches open whose condition may differ within a warp
@@ -1356,7 +1356,7 @@ STAGES = 2
 # (three turns of loads in flight) where they fit: on the H200 the 128-row GEMM of
 # 128 x 128 tiles took 44.4 µs at 4, 41.6 at 5, 43.0 at 6 and 43.7 at 7 (run 40).
 TMA_STAGES = 5
-MAX_TMA_STAGES = 8  # the deepest TMA ring `PHOBOS_STAGES` asks for
+MAX_TMA_STAGES = MAX_RING_STAGES  # the deepest TMA ring `PHOBOS_STAGES` asks for
 WARPGROUP = 128  # the threads of a producer warpgroup
 
 

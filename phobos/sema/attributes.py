@@ -38,7 +38,7 @@ The rules, by attribute (each a row of `_CHECKS`):
 5. `@registers(t, ..)`: one or more names, each a `var` of the kernel.
 6. `@pipeline`, `@padstage`, `@dynshared`, `@persistent`: no arguments, but
    `@pipeline(stages = S)` (beyond SPEC.md: ours) sets the depth of the kernel's
-   rings, S an integer from 2 to `MAX_STAGES` or an `@autotune` name whose every value
+   rings, S an integer from 2 to `MAX_RING_STAGES` or an `@autotune` name whose every value
    is (E0217): a cp.async ring takes at most 4 of them, and any ring fewer where they
    do not fit the shared memory.
 
@@ -85,7 +85,7 @@ DEFAULT_THREADS = 256
 LANES = 32  # SPEC.md "Indexing and synchronization": ctx.lanes on NVIDIA
 TENSORCORE_PATHS = ("sync", "wmma")
 FLAGS = ("pipeline", "padstage", "dynshared", "persistent")
-MAX_STAGES = 8  # `@pipeline(stages = S)`: the deepest ring asked for
+MAX_RING_STAGES = 8  # `@pipeline(stages = S)`: the deepest ring asked for
 
 
 @dataclass(frozen=True)
@@ -306,14 +306,13 @@ class _Checker:
                 )
         return good
 
-    def too_many(self, at: str, given, most: str, notes=()) -> bool:
-        """Report the arguments past the first `most` ("three arguments"); whether any were."""
-        count = {"one argument": 1, "three arguments": 3}[most]
+    def too_many(self, at: str, given, count: int, notes=()) -> bool:
+        """Report the arguments past the first `count`; whether there were any."""
         if len(given) <= count:
             return False
         self.error(
             E_ARG_COUNT,
-            f"{at} takes at most {most}",
+            f"{at} takes at most {_COUNTS[count]}",
             given[count].span.to(given[-1].span),
             "extra arguments",
             notes=list(notes),
@@ -548,9 +547,7 @@ class _Checker:
         if not given:
             self.none_given(attr, "the CTA size", example)
             return
-        self.too_many(
-            at, given, "three arguments", ["the arguments are threads, min_blocks and max_regs"]
-        )
+        self.too_many(at, given, 3, ["the arguments are threads, min_blocks and max_regs"])
         args = self.args_of(attr, ast.PositionalArg, "integer literals", example)
         read = [
             self.launch_value(attr, a, i)
@@ -631,7 +628,7 @@ class _Checker:
             return
         example = f"{at[:-1]}(stages = 4)`" if not _is_py(attr.span) else f"{at[:-1]}(stages=4)`"
         args = self.args_of(attr, ast.KeywordArg, "`stages`", example)
-        if self.too_many(at, given, "one argument"):
+        if self.too_many(at, given, 1):
             return
         if not args:
             return
@@ -647,22 +644,22 @@ class _Checker:
             return
         value = arg.value
         tunable = self.out.get("autotune", {})
-        depth = f"a ring's depth is from 2 to {MAX_STAGES} stages"
+        depth = f"a ring's depth is from 2 to {MAX_RING_STAGES} stages"
         if isinstance(value, ast.Int):
-            if 2 <= value.value <= MAX_STAGES:
+            if 2 <= value.value <= MAX_RING_STAGES:
                 self.out["stages"] = value.value
                 return
-            self.error(E_STAGES, f"{at} stages must be from 2 to {MAX_STAGES}, found "
+            self.error(E_STAGES, f"{at} stages must be from 2 to {MAX_RING_STAGES}, found "
                        f"{value.value}", value.span, "out of range", notes=[depth])  # fmt: skip
             return
         if isinstance(value, ast.Name) and value.id in tunable:
-            bad = [v for v in tunable[value.id] if not 2 <= v <= MAX_STAGES]
+            bad = [v for v in tunable[value.id] if not 2 <= v <= MAX_RING_STAGES]
             if not bad:
                 self.out["stages"] = value.id
                 return
             self.error(
                 E_STAGES,
-                f"{at} stages must be from 2 to {MAX_STAGES}, but `{value.id}` searches {bad[0]}",
+                f"{at} stages must be from 2 to {MAX_RING_STAGES}, but `{value.id}` searches {bad[0]}",
                 value.span,
                 "out of range in some variants",
                 notes=[depth],
@@ -775,6 +772,9 @@ class _Checker:
                 help=f"write {_at(name, attr.span)} alone",
             )
         self.out[name] = True
+
+
+_COUNTS = {1: "one argument", 3: "three arguments"}  # `too_many`'s words
 
 
 def _bound(lo: int, hi: int | None) -> str:
