@@ -110,17 +110,10 @@ def _variant_threads(kernel, attrs, name: str, chosen: dict[str, int], diags) ->
 
 def kernel_setup(kernel: ast.Kernel, variant: dict[str, int] | None):
     """The `Setup` of `kernel` in `variant` (None: first choices), and diagnostics."""
-    diags: list[Diagnostic] = []
-    attrs = None
-    try:  # the attribute checker, when it is there
-        from phobos.sema.attributes import check_attributes
+    from phobos.sema.attributes import check_attributes
 
-        attrs, adiags = check_attributes(kernel)
-        diags.extend(adiags)
-    except ImportError:
-        attrs = None
-    except Exception:  # a half-written attribute checker must not stop this one
-        attrs = None
+    # No fallback: a kernel checked without its attributes would compile into other code.
+    attrs, diags = check_attributes(kernel)
     choices = None
     threads = None
     if attrs is not None:
