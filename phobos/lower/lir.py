@@ -153,7 +153,15 @@ TENSOR = {"ldmatrix", "mma", "wmma_load", "wmma_mma", "wmma_store"}
 # `%m = tmap_addr  [map=A_tmap]` is the generic address (u64) of the kernel's tensor map
 # `A_tmap` (`Kernel.maps`); `tma_load %sdst, %m, %x, %y, %bar` copies the map's box whose
 # first element is column `x`, row `y` (s32, elements; past the tensor reads 0) to shared
-# offset `%sdst` in the map's swizzle, completing the box's bytes on `%bar`.
+# offset `%sdst` in the map's swizzle, completing the box's bytes on `%bar`; with a sixth
+# operand, a 16-bit CTA mask, the box is multicast: written at that offset into the shared
+# memory of each CTA of the cluster whose rank's bit is set, completing on the mbarrier at
+# `%bar` in each (`Kernel.cluster`).
+# `cluster_arrive` and `cluster_wait` are the cluster's barrier, split (barrier.cluster,
+# aligned: a warp's threads run each together): every thread of every CTA of the cluster
+# arrives, then a thread's wait returns once all have; a thread waits once between two
+# arrivals. Arrive releases, wait acquires: shared memory that a thread of the cluster
+# wrote (or its wgmma read) before arriving is ordered before a peer's writes after waiting.
 # `%p[, %lane] = elect_sync` is true in one lane of the warp; `setmaxnreg  [action=inc,
 # regs=240]` moves registers between warpgroups (sm_90a).
 # Warpgroup matrix multiply-accumulate (sm_90a; `phobos.lower.warpgroup` has the layouts):
@@ -171,7 +179,7 @@ TENSOR = {"ldmatrix", "mma", "wmma_load", "wmma_mma", "wmma_store"}
 # proxy's reads: a wgmma's operands, a bulk copy's.)
 HOPPER = {"mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
           "mbarrier_try_wait_parity", "fence_mbarrier_init", "cp_async_bulk", "tmap_addr",
-          "tma_load", "elect_sync",
+          "tma_load", "elect_sync", "cluster_arrive", "cluster_wait",
           "setmaxnreg", "wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait",
           "wgmma_desc"}  # fmt: skip
 # Hopper's stores out of a CTA (sm_90; `phobos.lower.verify_hopper` has the rules).
@@ -201,6 +209,8 @@ SPACES = ("global", "shared", "param", "local")
 SPECIAL_REGS = (
     "tid.x", "tid.y", "tid.z", "ntid.x", "ctaid.x", "ctaid.y", "ctaid.z",
     "nctaid.x", "nctaid.y", "nctaid.z", "laneid", "warpid", "smid",
+    # a cluster's: the CTA's rank in it, the cluster's index and count along x
+    "cluster_ctarank", "clusterid.x", "nclusterid.x",
 )  # fmt: skip
 
 
@@ -379,6 +389,9 @@ class Kernel:
     # The u32 params holding the launch grid's block counts x, y and z where the CTAs walk
     # the grid's blocks themselves (`phobos.lower.walk`); () where each CTA is one block.
     walk: tuple[str, ...] = ()
+    # CTAs a cluster, along x (`.reqnctapercluster`; the launch grid's x a multiple of it):
+    # 1 where the kernel runs no cluster.
+    cluster: int = 1
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
@@ -490,6 +503,8 @@ def print_kernel(kernel: Kernel) -> str:
         head += f" index={kernel.index_width}"
     if kernel.walk:
         head += " walk=" + ",".join(f"%{n}" for n in kernel.walk)
+    if kernel.cluster != 1:
+        head += f" cluster={kernel.cluster}"
     lines = [head + " {"]
     for buf in kernel.shared:
         lines.append(f"  shared {buf.name} @{buf.offset} size={buf.size} align={buf.align}")

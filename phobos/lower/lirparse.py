@@ -241,4 +241,5 @@ def parse_kernel(text: str) -> lir.Kernel:
         index_width=opts.get("index", 32),
         maps=tuple(maps),
         walk=opts.get("walk", ()),
+        cluster=opts.get("cluster", 1),
     )

@@ -11,7 +11,10 @@ integer register) and writes one `pred`. `fence_mbarrier_init` takes nothing.
 (an immediate one positive and a multiple of 16) and the mbarrier. `elect_sync` writes a
 `pred` and optionally the elected lane (`u32`), reads nothing and carries no guard.
 `tmap_addr` writes one u64 and names one of the kernel's `maps`; `tma_load` takes a u32
-shared destination, that u64, two 32-bit coordinates and the mbarrier.
+shared destination, that u64, two 32-bit coordinates and the mbarrier, then, multicast, a
+16-bit CTA mask (an immediate or a u16/b16 register) in a kernel of clusters, an
+immediate naming only ranks below the cluster's size. `cluster_arrive` and
+`cluster_wait` take nothing and carry no guard, in a kernel of clusters only.
 `setmaxnreg` has `action` inc or dec and `regs` a multiple of 8 from 24 to 256, no
 operand and no guard. Integer sources are 32-bit (`u32`, `s32`, `b32`).
 `wgmma_mma` has shape `m64nNk16` (N a multiple of 8 to 256), f16 or bf16 into f32,
@@ -138,14 +141,32 @@ def _tmap_addr(v, i: lir.Inst) -> None:
 
 def _tma_load(v, i: lir.Inst) -> None:
     _no_dests(v, i)
-    if len(i.srcs) != 5:
+    if len(i.srcs) not in (5, 6):
         v.fail("`tma_load` takes a shared destination, a tensor map, two coordinates and an "
-               f"mbarrier, not {len(i.srcs)} operands", i)  # fmt: skip
-    dst, tmap, x, y, bar = i.srcs
+               f"mbarrier (and a multicast's CTA mask), not {len(i.srcs)} operands", i)  # fmt: skip
+    dst, tmap, x, y, bar = i.srcs[:5]
     _box(v, i, "load", "destination", dst, tmap, x, y)
     if not isinstance(bar, lir.Reg) or bar.type != "u32":
         v.fail(f"an mbarrier is named by a u32 shared address register, not `{bar}` "
                f"({bar.type})", i)  # fmt: skip
+    if len(i.srcs) == 6:
+        _clustered(v, i)
+        mask = i.srcs[5]
+        if mask.type not in ("u16", "b16"):
+            v.fail(f"a multicast's CTA mask is 16-bit (u16 or b16), not `{mask}` ({mask.type})", i)
+        if isinstance(mask, lir.Imm) and not 0 < mask.value < 1 << v.kernel.cluster:
+            v.fail(f"a multicast's CTA mask of {mask.value:#x} names no rank or a rank past the "
+                   f"cluster's {v.kernel.cluster} CTAs", i)  # fmt: skip
+
+
+def _clustered(v, i: lir.Inst) -> None:
+    if v.kernel.cluster < 2:
+        v.fail(f"`{i.op}` needs a kernel of clusters (`cluster` of 2 or more CTAs)", i)
+
+
+def _cluster_barrier(v, i: lir.Inst) -> None:
+    _no_operands(v, i)
+    _clustered(v, i)
 
 
 def _stmatrix(v, i: lir.Inst) -> None:
@@ -303,6 +324,8 @@ RULES = {
     "cp_async_bulk": _bulk,
     "tmap_addr": _tmap_addr,
     "tma_load": _tma_load,
+    "cluster_arrive": _cluster_barrier,
+    "cluster_wait": _cluster_barrier,
     "elect_sync": _elect,
     "setmaxnreg": _setmaxnreg,
     "stmatrix": _stmatrix,

@@ -401,6 +401,8 @@ class Emitter:
         else:
             out.append(f".visible .entry {k.name}()")
         out.append(f".maxntid {k.threads}, 1, 1")
+        if k.cluster != 1:
+            out.append(f".reqnctapercluster {k.cluster}, 1, 1")
         if k.min_blocks is not None:
             out.append(f".minnctapersm {k.min_blocks}")
         if k.max_regs is not None:

@@ -125,9 +125,10 @@ def _tmap_addr(e: Emitter, i: lir.Inst) -> str:
 @rule("tma_load")
 def _tma_load(e: Emitter, i: lir.Inst) -> str:
     e.needs(i, "async_proxy")
-    if i.dests or len(i.srcs) != 5:
-        e.fail(i, "takes a shared destination, a tensor map, two coordinates and an mbarrier")
-    dst, tmap, x, y, bar = i.srcs
+    if i.dests or len(i.srcs) not in (5, 6):
+        e.fail(i, "takes a shared destination, a tensor map, two coordinates and an mbarrier"
+                  " (and a multicast's CTA mask)")  # fmt: skip
+    dst, tmap, x, y, bar = i.srcs[:5]
     coords = ", ".join(e.operand(c, imm_ok=True) for c in (x, y))
     ops = [
         f"[{_shared_address(e, i, dst)}]",
@@ -135,7 +136,31 @@ def _tma_load(e: Emitter, i: lir.Inst) -> str:
         f"[{_shared_address(e, i, bar)}]",
     ]
     head = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    if len(i.srcs) == 6:  # multicast: the mask is a .b16 register
+        e.needs(i, "cluster")
+        mask = i.srcs[5]
+        if isinstance(mask, lir.Imm):
+            reg = e.temp("b16")
+            e.pre(f"mov.b16 {reg}, {int(mask.value) & 0xFFFF}")
+            ops.append(reg)
+        else:
+            ops.append(e.name(mask))
+        head += ".multicast::cluster"
     return f"{head} {', '.join(ops)}"
+
+
+@rule("cluster_arrive")
+def _cluster_arrive(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "cluster")
+    arity(e, i, 0)
+    return "barrier.cluster.arrive.aligned"  # .release by default
+
+
+@rule("cluster_wait")
+def _cluster_wait(e: Emitter, i: lir.Inst) -> str:
+    e.needs(i, "cluster")
+    arity(e, i, 0)
+    return "barrier.cluster.wait.aligned"  # .acquire by default
 
 
 @rule("stmatrix")
@@ -288,6 +313,8 @@ ATTRS.update(
         "cp_async_bulk": (),
         "tmap_addr": ("map",),
         "tma_load": (),
+        "cluster_arrive": (),
+        "cluster_wait": (),
         "elect_sync": (),
         "setmaxnreg": ("action", "regs"),
         "stmatrix": ("trans",),

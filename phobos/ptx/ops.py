@@ -737,6 +737,8 @@ def _sreg(e: Emitter, i: lir.Inst) -> str:
     name = i.attr("name")
     if name not in lir.SPECIAL_REGS:
         e.fail(i, f"reads unknown special register `{name}`")
+    if "cluster" in name:
+        e.needs(i, "cluster")
     dest = i.dests[0]
     if not lir.is_int(dest.type) or dest.type in EIGHT:
         e.fail(i, f"reads %{name} into a {dest.type} register")

@@ -381,6 +381,7 @@ def special_sync_warp(target: str) -> dict[str, list]:
     c["sreg"] = [
         inst("sreg", (Reg(f"s{n}", "u32"),), (), name=name)
         for n, name in enumerate(lir.SPECIAL_REGS)
+        if "cluster" not in name or target != "sm_80"  # a cluster's need sm_90
     ]
     c["sreg_wide"] = [
         inst("sreg", (Reg("w", "u64"),), (), name="ctaid.x"),
@@ -575,9 +576,11 @@ def test_every_lir_op_is_claimed():
         for items in build("sm_90").values():
             seen.update(i.op for i in items)
     # the sm_90a ops, and the TMA ops (which need a kernel with a tensor map), are built
-    # and assembled in tests/ptx/test_emit_hopper.py, the stores in test_emit_stores.py
+    # and assembled in tests/ptx/test_emit_hopper.py, the stores in test_emit_stores.py,
+    # the cluster's (which need a kernel of clusters) in test_emit_cluster.py
     sm_90a = {"setmaxnreg", "wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait", "wgmma_desc",
-              "tmap_addr", "tma_load", *lir.HOPPER_STORES}  # fmt: skip
+              "tmap_addr", "tma_load", "cluster_arrive", "cluster_wait",
+              *lir.HOPPER_STORES}  # fmt: skip
     assert seen | sm_90a == set(lir.OPS)
 
 
