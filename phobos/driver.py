@@ -521,6 +521,7 @@ def contract_of(checked, lowered, ptx: str, chip: str, source_key: str | None = 
         cache_key=str(key),
         maps=lowered.maps,
         walk=bool(lowered.walk),
+        cluster=lowered.cluster,  # CTAs a cluster (`.reqnctapercluster`), 1 for none
         threads=lowered.threads,  # the kernel's, and a producer warpgroup's where it has one
     )
     if lowered.name != checked.name:

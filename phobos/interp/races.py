@@ -101,11 +101,12 @@ class RacePair:
                 f"be reading it: the store has read its source only after thread "
                 f"{self.thread_a}'s `bulk_wait` completes its group"
             )
-        if self.in_flight and self.inst_a.op == "cp_async_bulk":
-            return (
+        if self.in_flight and self.inst_a.op in ("cp_async_bulk", "tma_load"):
+            copy = "bulk copy" if self.inst_a.op == "cp_async_bulk" else "TMA load"
+            return (  # a multicast's thread is of the issuing block, maybe a peer
                 f"data race ({self.kind}) on {self.where} in block {self.cta}: "
                 f"thread {self.thread_b} {_verb(self.inst_b)} it at {_place(self.inst_b)} "
-                f"while thread {self.thread_a}'s bulk copy into it at {_place(self.inst_a)} "
+                f"while thread {self.thread_a}'s {copy} into it at {_place(self.inst_a)} "
                 "is still in flight: the copy lands when its mbarrier's phase completes, "
                 "so wait on that mbarrier first"
             )

@@ -1,27 +1,31 @@
 """The threads interpreter: runs lir (`phobos.lower.lir`) on numpy — the executable
 definition of lir.
 
-CTAs run one after another; the threads of a CTA run together, each register an array
-over them (`threads_values`), control under a per-thread condition masked: an `If` runs
-`then` where its condition holds and `orelse` where it does not, a `For` or `Loop` runs
-while any thread is still in it, and `Break`/`Continue`/`Return` take threads out of the
-innermost loop's iteration, the loop, or the kernel. Global memory is a `GlobalMemory`
-of byte arrays at fake addresses (an access outside every buffer stops the run with an
-`InterpError` at the instruction's span); shared memory is one byte array per CTA,
+CTAs run one after another, or in a kernel of clusters (`lir.Kernel.cluster`) a cluster
+at a time, its CTAs side by side as they wait on each other (`threads_cluster`); the
+threads of a CTA run together, each register an array over them (`threads_values`),
+control under a per-thread condition masked: an `If` runs `then` where its condition
+holds and `orelse` where it does not, a `For` or `Loop` runs while any thread is still
+in it, and `Break`/`Continue`/`Return` take threads out of the innermost loop's
+iteration, the loop, or the kernel. Global memory is a `GlobalMemory` of byte arrays at
+fake addresses (an access outside every buffer stops the run with an `InterpError` at
+the instruction's span); shared memory is one byte array per CTA,
 filled with 0xFF bytes at the start, as it holds no defined value (an f32 read before
 any write is a NaN). With `check_races=True` a `RaceRecorder` (`phobos.interp.races`)
-watches every shared access between barriers; global memory is not race-checked.
+watches every shared access between barriers, one for each CTA of a cluster; global
+memory is not race-checked.
 
 What PTX leaves undefined is an error here, at the instruction's span: a `bar` that not
 every running thread of the CTA reaches, a `shfl` that reads a lane not running it, an
-integer division by zero, a misaligned access. Modules: `threads_values` (types, bits,
+integer division by zero, a misaligned access, a cluster barrier arrived at twice. Modules: `threads_values` (types, bits,
 `cvt`), `threads_ops` (arithmetic, bits, comparisons, math), `threads_exec` (dispatch
 by op family), `threads_access` (ld, st, atom, red), `threads_warp` (shfl, vote),
 `threads_async` (cp_async and its groups), `threads_tensor` (ldmatrix, stmatrix, mma and
 WMMA, a warp at a time), `threads_stores` (TMA stores and their bulk groups),
 `threads_wgmma` (wgmma, a warpgroup at a time), `threads_hopper` (mbarriers, bulk copies,
 named barriers; the arms of an `If` run side by side as `threads_strands`),
-`threads_memory` (global memory).
+`threads_cluster` (a cluster's CTAs as strands of one scheduler, its barrier, multicast
+TMA loads), `threads_memory` (global memory).
 
     >>> import numpy as np
     >>> from phobos.lower.lir import Block, Imm, Kernel, Param, Reg, inst
@@ -50,6 +54,7 @@ from phobos.interp.errors import InterpError
 from phobos.interp.races import RacePair, RaceRecorder
 from phobos.interp.threads_access import MemoryOps
 from phobos.interp.threads_async import AsyncOps, Copy
+from phobos.interp.threads_cluster import MAX_CLUSTER, Cluster, ClusterOps
 from phobos.interp.threads_exec import InstOps
 from phobos.interp.threads_hopper import HopperOps
 from phobos.interp.threads_memory import GlobalMemory
@@ -87,7 +92,8 @@ class RunReport:
 
 
 # CTAs a grid-walking kernel runs on: two, so that each walks several blocks and the
-# ring's phases carry from one block to the next, as on the card.
+# ring's phases carry from one block to the next, as on the card (a kernel of clusters
+# runs two clusters: `_walkers`).
 WALKERS = 2
 
 
@@ -106,8 +112,11 @@ def run_lir(
     """Run `kernel` over `grid` (an int or 1 to 3 block counts, x first).
 
     A kernel whose CTAs walk the grid's blocks (`Kernel.walk`) gets the grid's counts
-    in its walk params and runs on `walkers` CTAs (default `WALKERS`; fewer where the
-    grid has fewer blocks), as the launcher runs it on as many as the card holds.
+    in its walk params and runs on `walkers` CTAs (default `WALKERS`, or two clusters'
+    worth in a kernel of clusters; fewer where the grid has fewer blocks), as the
+    launcher runs it on as many as the card holds. A kernel of clusters
+    (`Kernel.cluster`) runs its CTAs a cluster at a time (`threads_cluster`): the grid's
+    x extent, or `walkers`, a multiple of the cluster's size.
 
     `params` gives every parameter slot its value by name: a pointer slot (`u64`) an
     address from `memory.place`/`memory.alloc`, a scalar slot a number (a `b16` slot of an
@@ -132,9 +141,15 @@ def run_lir(
                 f"past the {size} bytes of shared memory",
                 kernel.span,
             )
+    c = kernel.cluster
+    if not 1 <= c <= MAX_CLUSTER:
+        raise InterpError(f"a cluster has 1 to {MAX_CLUSTER} CTAs, not {c}", kernel.span)
     if kernel.walk:
         params = {**params, **dict(zip(kernel.walk, (*grid, 1, 1)[:3], strict=True))}
-        grid = (min(int(np.prod(grid)), walkers or WALKERS),)
+        grid = (_walkers(kernel, int(np.prod(grid)), walkers),)
+    elif grid[0] % c:
+        raise InterpError(f"the grid's x extent of {grid[0]} blocks is not a multiple of the "
+                          f"kernel's clusters of {c} CTAs", kernel.span)  # fmt: skip
     values = {}
     for p in kernel.params:
         if p.name not in params:
@@ -142,20 +157,42 @@ def run_lir(
         values[p.name] = _param_value(p, params[p.name], kernel)
     full = grid + (1,) * (3 - len(grid))
     launch = _Launch(kernel, full, values, memory, size, max_iterations or iteration_limit())
-    if check_races:
-        launch.recorder = RaceRecorder(size, kernel.shared, max_races)
+    if check_races:  # one a rank: a cluster's CTAs interleave, each with its own epochs
+        launch.recorders = [RaceRecorder(size, kernel.shared, max_races) for _ in range(c)]
     ctas = 0
     with np.errstate(all="ignore"):
-        for z, y, x in itertools.product(*(range(g) for g in reversed(full))):
-            _CTA(launch, (x, y, z)).run()
-            ctas += 1
-    rec = launch.recorder
-    return RunReport(
-        ctas,
-        launch.barriers,
-        tuple(rec.races) if rec else (),
-        rec.found if rec else 0,
-    )
+        for z, y, x in itertools.product(range(full[2]), range(full[1]), range(0, full[0], c)):
+            cluster = Cluster(c, kernel.threads)
+            cluster.run([_CTA(launch, (x + r, y, z), cluster) for r in range(c)])
+            ctas += c
+    races, found = _races(launch.recorders, max_races)
+    return RunReport(ctas, launch.barriers, races, found)
+
+
+def _walkers(kernel: lir.Kernel, blocks: int, walkers: int | None) -> int:
+    """The CTAs a walking kernel runs on: `walkers`, or by default `WALKERS` or two
+    clusters, whichever is more; no more than the blocks, in whole clusters."""
+    c = kernel.cluster
+    most = -(-blocks // c) * c
+    if not walkers:
+        walkers = -(-max(WALKERS, 2 * c) // c) * c
+    elif walkers % c:
+        raise InterpError(f"{walkers} walking CTAs are not a whole number of the kernel's "
+                          f"clusters of {c} CTAs", kernel.span)  # fmt: skip
+    return min(walkers, most)
+
+
+def _races(recorders, limit: int) -> tuple[tuple[RacePair, ...], int]:
+    """The races the recorders kept, each pair of instructions once (as one recorder keeps
+    them), at most `limit`; and the racing bytes of them all."""
+    races, seen = [], set()
+    for rec in recorders:
+        for r in rec.races:
+            key = (r.kind, id(r.inst_a), id(r.inst_b))
+            if key not in seen and len(races) < limit:
+                seen.add(key)
+                races.append(r)
+    return tuple(races), sum(rec.found for rec in recorders)
 
 
 def _param_value(p: lir.Param, value, kernel):
@@ -183,7 +220,7 @@ class _Launch:
         self.memory = memory
         self.smem = smem
         self.max_iterations = max_iterations
-        self.recorder: RaceRecorder | None = None
+        self.recorders: list[RaceRecorder] = []  # with check_races: one per cluster rank
         self.barriers = 0
 
 
@@ -195,13 +232,18 @@ class _Loop:
         self.continued = np.zeros(threads, bool)
 
 
-class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps, WgmmaOps, StoreOps):
+class _CTA(
+    InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps, WgmmaOps, StoreOps, ClusterOps
+):
     """One CTA's run: its registers, shared memory and active threads."""
 
-    def __init__(self, launch: _Launch, ctaid):
+    def __init__(self, launch: _Launch, ctaid, cluster: Cluster):
         self.launch = launch
         self.kernel = launch.kernel
         self.ctaid = ctaid
+        self.cluster = cluster
+        self.rank = ctaid[0] % cluster.size
+        self.exited = False
         self.T = launch.kernel.threads
         self.tid = np.arange(self.T, dtype=np.int64)
         self.regs: dict[str, np.ndarray] = {}
@@ -212,8 +254,9 @@ class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps, WgmmaOps
         self.copies: list[Copy] = []  # asynchronous copies in flight
         for p in self.kernel.params:
             self.regs[p.name] = np.full(self.T, launch.params[p.name], DTYPE[p.type])
-        if launch.recorder is not None:
-            launch.recorder.new_cta(ctaid)
+        self.recorder = launch.recorders[self.rank] if launch.recorders else None
+        if self.recorder is not None:
+            self.recorder.new_cta(ctaid)
         self.hopper_setup()  # mbarriers, bulk copies, strands (threads_hopper)
         self.wgmma_setup()  # warpgroups' fences and groups in flight (threads_wgmma)
         self.stores_setup()  # TMA stores and their bulk groups (threads_stores)
@@ -255,6 +298,7 @@ class _CTA(InstOps, MemoryOps, WarpOps, AsyncOps, TensorOps, HopperOps, WgmmaOps
         if self.wgmma_on:
             self.wgmma_end()
         self.stores_end()
+        self.exited = True
 
     def block(self, block: lir.Block, mask, loop: _Loop | None) -> None:
         """Run `block`'s items for the threads of `mask` still running."""

@@ -101,7 +101,7 @@ class MemoryOps:
         raise InterpError(f"`{_text(i)}`: {verb} in the {space} space is not supported", i.span)
 
     def _record(self, kind: str, i: lir.Inst, threads, offsets, nbytes: int) -> None:
-        recorder = self.launch.recorder
+        recorder = self.recorder
         if recorder is not None and i.attr("space") == "shared":
             recorder.access(kind, i, threads, offsets, nbytes)
 

@@ -93,8 +93,8 @@ class AsyncOps:
                 picked = index == b
                 data[rows[picked], :m] = gather(memory.buffers[b].data, offset[picked], m)
         offsets = dst.astype(np.int64)
-        if self.launch.recorder is not None:
-            self.launch.recorder.copy_issued(i, threads, offsets, size)
+        if self.recorder is not None:
+            self.recorder.copy_issued(i, threads, offsets, size)
         self.copies.append(Copy(i, threads, self.commits[threads].copy(), offsets, data))
 
     def do_cp_async_commit(self, i: lir.Inst, mask) -> None:
@@ -112,8 +112,8 @@ class AsyncOps:
             if done.any():
                 size = copy.data.shape[1]
                 scatter(self.smem, copy.offsets[done], copy.data[done])
-                if self.launch.recorder is not None:
-                    self.launch.recorder.copy_landed(
+                if self.recorder is not None:
+                    self.recorder.copy_landed(
                         copy.inst, copy.threads[done], copy.offsets[done], size
                     )
                 left = ~done

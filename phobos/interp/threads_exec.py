@@ -177,6 +177,12 @@ class InstOps:
             v = cta[axis[name[-1]]]
         elif name.startswith("nctaid."):
             v = grid[axis[name[-1]]]
+        elif name == "cluster_ctarank":  # clusters run along x (`threads_cluster`)
+            v = cta[0] % self.kernel.cluster
+        elif name == "clusterid.x":
+            v = cta[0] // self.kernel.cluster
+        elif name == "nclusterid.x":
+            v = grid[0] // self.kernel.cluster
         elif name == "laneid":
             v = self.tid % 32
         elif name == "warpid":
@@ -196,8 +202,8 @@ class InstOps:
                 i.span,
             )
         self.launch.barriers += 1
-        if self.launch.recorder is not None:
-            self.launch.recorder.barrier()
+        if self.recorder is not None:
+            self.recorder.barrier()
 
     def do_fence(self, i: lir.Inst, mask) -> None:
         """A fence orders memory; the interpreter's memory is already in order."""

@@ -14,10 +14,15 @@ the card: it names the phase before the first).
 
 A TMA load (`tma_load`) is a bulk copy of its tensor map's box (`lir.Kernel.maps`, the
 tensor and extents read from the launch's parameters), elements past the tensor 0, its
-16-byte chunks placed by the map's swizzle at their shared addresses (`swizzled`).
+16-byte chunks placed by the map's swizzle at their shared addresses (`swizzled`); with
+a CTA mask it is one bulk copy into each CTA of the cluster the mask names
+(`threads_cluster`).
 
 `cp_async_bulk` reads its source when issued and lands at the latest moment the ISA
-allows: when a thread waits on its mbarrier and the phase could not complete otherwise.
+allows: when a thread waits on its mbarrier and the phase could not complete otherwise,
+the copies on that mbarrier in issue order until the phase completes (a peer's multicast
+for the next phase stays in flight; one landing before this CTA's `expect_tx` takes the
+transaction count below 0, as PTX allows, while the pending arrival holds the phase).
 Until then its bytes are in flight, and with `check_races` an access to them is an
 `async/read` or `async/write` race. The ordering an mbarrier gives between threads is
 not modelled by the race check, so a bulk copy's landing counts as nobody's write.
@@ -90,9 +95,11 @@ WGMMA_OPS = {"wgmma_mma", "wgmma_fence", "wgmma_commit", "wgmma_wait", "wgmma_de
 
 
 def uses_strands(kernel: lir.Kernel) -> bool:
-    """Whether `kernel` synchronises by mbarriers or named barriers (so runs as strands)."""
-    return any_inst(kernel, lambda i: (i.op in lir.HOPPER and i.op not in WGMMA_OPS)
-                    or (i.op == "bar" and len(i.srcs) > 1))  # fmt: skip
+    """Whether `kernel` synchronises by mbarriers, named barriers or the CTAs of its
+    clusters (so runs as strands)."""
+    return kernel.cluster > 1 or any_inst(
+        kernel, lambda i: (i.op in lir.HOPPER and i.op not in WGMMA_OPS)
+        or (i.op == "bar" and len(i.srcs) > 1))  # fmt: skip
 
 
 @dataclass
@@ -125,7 +132,12 @@ class HopperOps:
     """The Hopper half of a CTA's run (mixed into the CTA)."""
 
     def hopper_setup(self) -> None:
-        self.strands = Scheduler() if uses_strands(self.kernel) else None
+        # a cluster's CTAs take turns on its scheduler (`threads_cluster`); one alone, its own
+        self.own_strands = self.cluster.strands is None
+        if self.own_strands:
+            self.strands = Scheduler() if uses_strands(self.kernel) else None
+        else:
+            self.strands = self.cluster.strands
         self.mbarriers: dict[int, MBarrier] = {}
         self.bulks: list[Bulk] = []
         self.named: dict[int, Named] = {}
@@ -135,7 +147,7 @@ class HopperOps:
         try:
             yield
         finally:
-            if self.strands is not None:
+            if self.strands is not None and self.own_strands:
                 self.strands.close()
 
     def side_by_side(self, item: lir.If, then, orelse, loop) -> bool:
@@ -156,14 +168,16 @@ class HopperOps:
         threads = np.nonzero(mask)[0]
         return threads, self.value(i.srcs[k], "u32")[threads].astype(np.int64)
 
-    def _mbar(self, i: lir.Inst, thread: int, offset: int, init: bool = False) -> MBarrier:
+    def _mbar(self, i: lir.Inst, thread: int, offset: int, init: bool = False,
+              whose: str = "") -> MBarrier:  # fmt: skip
+        """The mbarrier at `offset`; `whose` names its block where `thread` is a peer's."""
         if offset % 8 or offset + 8 > self.smem.size:
-            raise InterpError(f"thread {thread}: an mbarrier at shared offset {offset} is not "
-                              "an aligned 8-byte word of shared memory")  # fmt: skip
+            raise InterpError(f"thread {thread}: an mbarrier at shared offset {offset}{whose} "
+                              "is not an aligned 8-byte word of shared memory")  # fmt: skip
         bar = self.mbarriers.get(offset)
         if bar is None and not init:
-            raise InterpError(f"thread {thread}: the mbarrier at shared offset {offset} is "
-                              "used before `mbarrier_init`")  # fmt: skip
+            raise InterpError(f"thread {thread}: the mbarrier at shared offset {offset}{whose} "
+                              "is used before `mbarrier_init`")  # fmt: skip
         return bar
 
     def _moved(self) -> None:
@@ -265,8 +279,8 @@ class HopperOps:
             if not ok.all():
                 raise InterpError(f"thread {t}: a bulk copy reads {memory.describe(s, n)}")
             data = gather(memory.buffers[int(index[0])].data, offset, n)[0]
-            if self.launch.recorder is not None:
-                self.launch.recorder.bulk_issued(i, t, d, n)
+            if self.recorder is not None:
+                self.recorder.bulk_issued(i, t, d, n)
             self.bulks.append(Bulk(i, t, d, data, b))
 
     # -- TMA: tensor maps and their copies -----------------------------------
@@ -289,8 +303,10 @@ class HopperOps:
         xs = self.value(i.srcs[2], "s32")[threads].astype(np.int64)
         ys = self.value(i.srcs[3], "s32")[threads].astype(np.int64)
         bars = self.value(i.srcs[4], "u32")[threads].astype(np.int64)
-        for t, d, a, x, y, b in zip(
-            *(v.tolist() for v in (threads, dst, maps, xs, ys, bars)), strict=True
+        multicast = len(i.srcs) == 6
+        ctas = self.value(i.srcs[5], "u16")[threads] if multicast else np.zeros_like(threads)
+        for t, d, a, x, y, b, k in zip(
+            *(v.tolist() for v in (threads, dst, maps, xs, ys, bars, ctas)), strict=True
         ):
             m = self._tmap(t, int(a))
             n = m.box[0] * m.box[1] * BYTES[m.elem]
@@ -300,7 +316,9 @@ class HopperOps:
             if d + n > self.smem.size:
                 raise InterpError(f"thread {t}: a TMA load of {n} bytes to shared offset {d} "
                                   f"ends past the {self.smem.size} bytes of shared memory")  # fmt: skip
-            self._mbar(i, t, b)
+            targets = self.multicast_targets(t, int(k)) if multicast else [self]
+            for cta in targets:
+                cta._mbar(i, t, b, whose="" if cta is self else f" of block {cta.ctaid}")
             if (x * BYTES[m.elem]) % 16:
                 raise InterpError(f"thread {t}: a TMA box starts at column {x} of `{m.name}`, "
                                   f"{x * BYTES[m.elem]} bytes into its rows: not on a 16-byte "
@@ -308,9 +326,10 @@ class HopperOps:
             box = self._box(t, m, x, y)
             data = np.zeros(n, np.uint8)
             data[swizzled(d + np.arange(n), m.swizzle) - d] = box
-            if self.launch.recorder is not None:
-                self.launch.recorder.bulk_issued(i, t, d, n)
-            self.bulks.append(Bulk(i, t, d, data, b))
+            for cta in targets:  # in flight in each destination until it lands there
+                if cta.recorder is not None:
+                    cta.recorder.bulk_issued(i, t, d, n)
+                cta.bulks.append(Bulk(i, t, d, data, b))
 
     def _box(self, thread: int, m: lir.TensorMap, x: int, y: int) -> np.ndarray:
         """The bytes of `m`'s box at column `x`, row `y`, row-major, 0 past the tensor."""
@@ -346,20 +365,26 @@ class HopperOps:
         return tensor.reshape(rows, cols * size)
 
     def _land(self, bar_offset: int) -> None:
-        """Land every bulk copy completing on the mbarrier at `bar_offset`, in issue order."""
+        """Land the bulk copies completing on the mbarrier at `bar_offset`, in issue order,
+        until its phase completes: a copy after that is for a later phase (a peer's
+        multicast may run ahead of this CTA's wait) and stays in flight."""
         bar = self.mbarriers[bar_offset]
+        phase = bar.phases
         still = []
         for copy in self.bulks:
-            if copy.bar != bar_offset:
+            if copy.bar != bar_offset or bar.phases != phase:
                 still.append(copy)
                 continue
             n = copy.data.size
             scatter(self.smem, np.array([copy.offset]), copy.data[None, :])
-            if self.launch.recorder is not None:
-                self.launch.recorder.bulk_landed(copy.offset, n)
+            if self.recorder is not None:
+                self.recorder.bulk_landed(copy.offset, n)
             bar.tx -= n
             self._complete(bar)
             self._moved()
+        if self.recorder is not None and len(still) < len(self.bulks):
+            for copy in still:  # bytes a later copy has in flight stay so
+                self.recorder.bulk_issued(copy.inst, copy.thread, copy.offset, copy.data.size)
         self.bulks = still
 
     # -- warps and warpgroups ------------------------------------------------
@@ -423,8 +448,8 @@ class HopperOps:
         if state.arrived == count:
             del self.named[bid]
             self.launch.barriers += 1
-            if self.launch.recorder is not None:
-                self.launch.recorder.barrier()
+            if self.recorder is not None:
+                self.recorder.barrier()
             self.strands.release(state.waiting)
             return
         self.strands.moved()

@@ -92,8 +92,8 @@ class StoreOps:
                               f"of `{m.name}`: a store's coordinates are not negative (the "
                               "card faults; past the right and bottom edges it clips)", i.span)  # fmt: skip
         box = self.smem[source].reshape(m.box[0], m.box[1] * size)
-        if self.launch.recorder is not None:
-            self.launch.recorder.store_reading(i, t, source)
+        if self.recorder is not None:
+            self.recorder.store_reading(i, t, source)
         tensor = self.tensor_of(t, m)
         rows, cols = tensor.shape[0], tensor.shape[1] // size
         r0, r1 = max(y, 0), min(y + m.box[0], rows)
@@ -113,7 +113,7 @@ class StoreOps:
             raise InterpError(f"`bulk_wait` needs a `pending` count from 0, not {pending!r}")
         read_only = bool(i.attr("read", 0))
         retire = self.bulk_commits - pending  # a thread's groups below are complete
-        recorder = self.launch.recorder
+        recorder = self.recorder
         still = []
         for store in self.stores:
             if mask[store.thread] and store.group < retire[store.thread]:

@@ -203,8 +203,8 @@ class TensorOps:
         trans = bool(i.attr("trans", 0))
         tid = self._warps(i, mask)
         rows, addr = self._rows(i, tid, n)
-        if self.launch.recorder is not None:
-            self.launch.recorder.access("read", i, rows.reshape(-1), addr.reshape(-1), 16)
+        if self.recorder is not None:
+            self.recorder.access("read", i, rows.reshape(-1), addr.reshape(-1), 16)
         raw = gather(self.smem, addr.reshape(-1), 16)
         halves = np.ascontiguousarray(raw).view(np.uint16).reshape(tid.shape[0], n, 8, 8)
         for matrix, dest in enumerate(i.dests):
@@ -245,8 +245,8 @@ class TensorOps:
             for part in (0, 1):
                 r, c = _ldmatrix_table(part, trans)
                 halves[:, matrix, r, c] = (words >> np.uint32(16 * part)).astype(np.uint16)
-        if self.launch.recorder is not None:
-            self.launch.recorder.access("write", i, rows.reshape(-1), addr.reshape(-1), 16)
+        if self.recorder is not None:
+            self.recorder.access("write", i, rows.reshape(-1), addr.reshape(-1), 16)
         raw = halves.reshape(-1, 8).view(np.uint8)  # one 16-byte row a lane, lanes in order
         scatter(self.smem, addr.reshape(-1), raw)
 
@@ -318,9 +318,9 @@ class TensorOps:
                     "shared memory",
                     i.span,
                 )
-            if self.launch.recorder is not None:
+            if self.recorder is not None:
                 kind = "read" if write is None else "write"
-                self.launch.recorder.access(kind, i, threads, addresses, width)
+                self.recorder.access(kind, i, threads, addresses, width)
             if write is None:
                 return gather(self.smem, addresses, width)
             scatter(self.smem, addresses, write.reshape(-1, width))

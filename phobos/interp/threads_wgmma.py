@@ -162,9 +162,9 @@ class WgmmaOps:
             raise InterpError(f"`{_text(i)}`: its {major}-major operand at shared offset "
                               f"{d.start} reaches past the {self.smem.size} bytes of shared "
                               "memory", i.span)  # fmt: skip
-        if self.launch.recorder is not None:
+        if self.recorder is not None:
             first = np.full(addr.size, threads[0], np.int64)
-            self.launch.recorder.access("read", i, first, addr.reshape(-1), 2)
+            self.recorder.access("read", i, first, addr.reshape(-1), 2)
         raw = gather(self.smem, addr.reshape(-1), 2)
         bits = np.ascontiguousarray(raw).view(np.uint16).reshape(rows, 16)
         return unpack(bits.astype(np.uint32), elem, 0, 2)

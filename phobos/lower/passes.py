@@ -87,6 +87,7 @@ def _generate(lw, made: dict[str, Any]) -> lir.Kernel:
         index_width=k.index_width,
         maps=tuple(lw.maps),
         walk=lw.walk.names if lw.walk is not None else (),
+        cluster=lw.walk.cluster.size if lw.walk is not None and lw.walk.cluster else 1,
         span=k.span,
     )
 

@@ -94,6 +94,7 @@ class TmaRing:
         walked = lw.walk is not None and lw.walk.loop is loop
         once = not lw.tracker.loops or walked
         self.ok = bool(self.staged) and lw.plan.mbarriers is not None and once
+        self.cluster = None  # the walk's pairing (`phobos.lower.cluster`), set before `setup`
 
     def __bool__(self) -> bool:
         return self.ok
@@ -142,8 +143,9 @@ class TmaRing:
                     b.emit("mbarrier_init", (), (empty, Imm(groups, "u32")))
             b.emit("fence_mbarrier_init")
         b.add(If(self.leader, init.block, None, span=b.span))
-        # The inits, before any thread waits (the producer's threads too).
-        lw.tracker.barrier(force=True, whole=self.specialized)
+        # The inits, before any thread waits (the producer's threads too; in a cluster,
+        # before the peer's boxes complete on them).
+        lw.tracker.barrier(force=True, whole=self.specialized, cluster=bool(self.cluster))
         self.slot = b.copy(Imm(0, "u32"), "u32", hint="slot")
         self.phase = b.copy(Imm(0, "u32"), "u32", hint="phase")
 
@@ -190,7 +192,8 @@ class TmaRing:
         ahead, then the wait for this turn's boxes (with a producer warpgroup, the wait
         alone)."""
         if not self.specialized:
-            self.lw.tracker.barrier(force=True)
+            # In a cluster the stage is refilled by both CTAs: free in both.
+            self.lw.tracker.barrier(force=True, cluster=bool(self.cluster))
             self._refill()
         self._wait(self._bar(self.slot), self.phase)
         for _, tile in self.staged:
@@ -318,6 +321,9 @@ class TmaRing:
         row = tile.shape[1] * BYTES[tile.elem]
         inner = min(row, LINE) // BYTES[tile.elem]  # a panel's columns where rows are wider
         box = (tile.shape[0], inner)
+        c = self.cluster
+        if c is not None and id(st) in c.shared and c.split(tile, box) == "rows":
+            box = (tile.shape[0] // c.size, inner)  # each rank's half of a box
         return tensor_map(self.lw, st.value.base.sym, tile.elem, box, MODES[min(row, LINE)])
 
     def _bar(self, slot, empty: bool = False):
@@ -346,6 +352,9 @@ class TmaRing:
                 for (st, tile), (m, addr) in zip(self.staged, self.maps, strict=True):
                     row, col = (coord(self.lw, sub.start) for sub in st.value.subs)
                     stage = self._stage(tile, slot)
+                    if self.cluster is not None and id(st) in self.cluster.shared:
+                        self.cluster.issue(stage, st, tile, m, addr, row, col, bar)
+                        continue
                     box_bytes = m.box[0] * m.box[1] * BYTES[m.elem]
                     for p in range(tile.shape[1] // m.box[1]):
                         dst = stage

@@ -42,8 +42,9 @@ import os
 
 from phobos.lower import tmastore
 from phobos.lower.builder import reg_or_imm
+from phobos.lower.cluster import cluster_of
 from phobos.lower.hirwalk import scalar_only, walk
-from phobos.lower.lir import Break, If, Loop, Param, Reg
+from phobos.lower.lir import Break, If, Imm, Loop, Param, Reg
 from phobos.lower.types import REG, elem_of
 from phobos.sema import hir
 
@@ -112,6 +113,7 @@ class BlockWalk:
         self.names = tuple(r.name for r in self.counts)
         lw.params.extend(Param(n, "u32") for n in self.names)
         self.ring = None
+        self.cluster = None  # the CTAs' pairing (`phobos.lower.cluster`), or None
 
     def ctx(self, field: str, axis: str | None) -> Reg:
         """`ctx.block.<axis>` (the walked block) or `ctx.blocks.<axis>` (the launch's)."""
@@ -124,12 +126,19 @@ class BlockWalk:
         lw, b = self.lw, self.lw.b
         lw.walk = self
         nx, ny, nz = self.counts
-        with b.at_prologue():
-            self.plane = b.op("mul", "u32", nx, ny, hint="plane")
-            self.total = b.op("mul", "u32", self.plane, nz, hint="blocks")
         self.ring = TmaRing(lw, self.loop, None, _step(lw, self.loop))
+        self.cluster = self.ring.cluster = cluster_of(lw, self, self.ring)
+        with b.at_prologue():
+            # the grid of the blocks walked: with clusters, of cluster blocks (x halved)
+            self.nx = nx
+            if self.cluster is not None:
+                up = b.op("add", "u32", nx, Imm(self.cluster.size - 1, "u32"), hint="cx")
+                self.nx = b.op("div", "u32", up, Imm(self.cluster.size, "u32"), hint="cx")
+            self.plane = b.op("mul", "u32", self.nx, ny, hint="plane")
+            self.total = b.op("mul", "u32", self.plane, nz, hint="blocks")
         self.ring.setup()
-        n = b.copy(lw.sreg("ctaid.x"), "u32", hint="blk")
+        first, step = ("clusterid.x", "nclusterid.x") if self.cluster else ("ctaid.x", "nctaid.x")
+        n = b.copy(lw.sreg(first), "u32", hint="blk")
         self.prime(n)
         store = len(self.post) == 1 and tmastore.stored_by_tma(lw, self, self.post[0])
         with lw.tracker.loop(None, False):
@@ -140,25 +149,44 @@ class BlockWalk:
                 b.add(Break(done))
                 self.xyz = self.index(n)
                 lw.block(hir.Block(self.pre + (self.loop,)))
-                # Every warpgroup's products are done with the stages the next block's
-                # first turns are written into.
-                lw.tracker.barrier(force=True)
-                nxt = b.op("add", "u32", n, lw.sreg("nctaid.x"), hint="blk")
+                # Every warpgroup's products (in a cluster, the peer's too) are done with
+                # the stages the next block's first turns are written into.
+                lw.tracker.barrier(force=True, cluster=self.cluster is not None)
+                nxt = b.op("add", "u32", n, lw.sreg(step), hint="blk")
                 self.prime(nxt)
-                if store:
-                    tmastore.lower(lw, self, self.post[0])
-                else:
-                    lw.block(hir.Block(self.post))
+                self.epilogue(store)
                 b.mov(n, nxt, "u32")
             b.add(Loop(turn.block, span=b.span))
+        if self.cluster is not None:
+            # No CTA leaves while its peer may still be at a barrier of the cluster.
+            lw.tracker.barrier(force=True, cluster=True)
         log.debug("`%s`: its CTAs walk the grid's blocks, the next block's first turns "
                   "issued before the epilogue", lw.k.name)  # fmt: skip
 
+    def epilogue(self, store: bool) -> None:
+        """The statements after the loop, for a block of the grid: in a cluster, not for
+        the rank past the grid's x edge (`phobos.lower.cluster`)."""
+        lw, b = self.lw, self.lw.b
+        if self.cluster is None:
+            self._post(store)
+            return
+        with b.region() as body, lw.tracker.branch():
+            self._post(store)
+        inside = b.op("setp", "pred", self.xyz[0], self.counts[0], cmp="lt", type="u32")
+        b.add(If(inside, body.block, None, span=b.span))
+
+    def _post(self, store: bool) -> None:
+        if store:
+            tmastore.lower(self.lw, self, self.post[0])
+        else:
+            self.lw.block(hir.Block(self.post))
+
     def index(self, n: Reg) -> tuple[Reg, Reg, Reg]:
         """Block `n`'s (x, y, z): x and y in the grouped order where the lowering takes
-        it (`Lowering.rasterized`), else x fastest."""
+        it (`Lowering.rasterized`), else x fastest. With clusters `n` counts cluster
+        blocks, and the CTA's rank picks its block of the cluster's along x."""
         lw, b = self.lw, self.lw.b
-        nx, ny, _ = self.counts
+        nx, ny = self.nx, self.counts[1]
         z = b.op("div", "u32", n, self.plane, hint="bz")
         within = b.op("rem", "u32", n, self.plane, hint="pid")
         if lw.rasterized:
@@ -166,6 +194,9 @@ class BlockWalk:
         else:
             x = b.op("rem", "u32", within, nx, hint="bx")
             y = b.op("div", "u32", within, nx, hint="by")
+        if self.cluster is not None:
+            c = self.cluster
+            x = b.op("mad", "u32", x, Imm(c.size, "u32"), c.rank, hint="bx")
         return x, y, z
 
     def prime(self, n: Reg) -> None:

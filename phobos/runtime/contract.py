@@ -19,7 +19,9 @@ The slot convention (the lowering emits `.entry` parameters in this order):
 3. then, for a kernel whose CTAs walk the launch grid's blocks (an sm_90a GEMM, the
    lowering's `Kernel.walk`), three `.u32` slots `x`, `y`, `z` (4 bytes each): the
    block counts the launch asked for, which the launcher writes before it runs as
-   many CTAs as the card holds at once (`phobos.runtime.launch_gpu`);
+   many CTAs as the card holds at once (`phobos.runtime.launch_gpu`); such a kernel
+   may run its CTAs in clusters of `cluster` along x (its PTX's `.reqnctapercluster`),
+   which the launcher then launches as clusters, walking blocks by cluster;
 4. then one slot per TMA tensor map (sm_90), in `maps` order: the 128 bytes of a
    `CUtensorMap` in a `.param .align 64 .b8 name[128]`, which the launcher encodes
    from the tensor's base and extents (`phobos.runtime.tensormap`).
@@ -44,9 +46,12 @@ variant. A kernel with tensor maps also has `"maps"`, each as `{"name": "A_tmap"
 "width": 128}`; a kernel without maps has no `"maps"`, as no file written before them
 has, so those read as they always did (version 1 still). A walking kernel's block
 counts are `{"kind": "blocks", "name": "x", "ptx_type": "u32", "width": 4}` and the
-same for `y` and `z`; a file without them reads as before too. `Contract.from_json`
-checks all of it and refuses a corrupt or foreign file with a `ContractError` naming
-the file and the field.
+same for `y` and `z`; a file without them reads as before too. A walking kernel of
+clusters (sm_90a) has `"cluster": C`, its CTAs a cluster along x, 2 to 8 (8, the
+cluster size every sm_90 part runs without opting in to a larger one); a kernel
+without clusters has no `"cluster"`, and a file without it reads as cluster 1
+(version 1 still). `Contract.from_json` checks all of it and refuses a corrupt or
+foreign file with a `ContractError` naming the file and the field.
 
     >>> k = KernelContract.build("scale", [("x", "tensor", ("f32", ("N",))),
     ...     ("alpha", "scalar", "f32")], dyn_dims=("N",), chip="sm_90", fingerprint="fp")
@@ -58,6 +63,9 @@ the file and the field.
     ...     dyn_dims=("N",), chip="sm_90a", fingerprint="fp", walk=True)
     >>> w.walks, [(p.slot, p.kind, p.name, p.ptx_type) for p in w.params[2:]]
     (True, [(2, 'blocks', 'x', 'u32'), (3, 'blocks', 'y', 'u32'), (4, 'blocks', 'z', 'u32')])
+    >>> KernelContract.build("scale", [("x", "tensor", ("f32", ("N",)))], dyn_dims=("N",),
+    ...     chip="sm_90a", fingerprint="fp", walk=True, cluster=2).cluster
+    2
     >>> Contract.from_json('{"format": "x"}', "K.json")
     Traceback (most recent call last):
     ...
@@ -95,6 +103,9 @@ EXTENT_SLOTS = {32: ("s32", 4), 64: ("s64", 8)}
 BLOCK_SLOT = ("u32", 4)  # a block count of the launch grid, for a walking kernel
 BLOCK_AXES = ("x", "y", "z")  # the block-count slots' names, in their order
 TMAP_SLOT = ("tmap", 128)  # a CUtensorMap: `.param .align 64 .b8 name[128]`
+# The most CTAs a cluster: the portable cluster size, which every sm_90 part launches
+# (more, up to 16 on an H100, needs the function's non-portable-size attribute set).
+MAX_CLUSTER = 8
 KINDS = ("ptr", "scalar", "extent", "blocks", "tmap")
 ELEMENT_TYPES = tuple(SCALAR_SLOTS)
 
@@ -169,7 +180,13 @@ class TensorMapSpec:
 
 @dataclass(frozen=True)
 class KernelContract:
-    """The contract of one kernel of one variant."""
+    """The contract of one kernel of one variant.
+
+    `cluster` is the CTAs a cluster along x of a walking kernel (its PTX's
+    `.reqnctapercluster`, 1 for none): the launcher launches it by `cuLaunchKernelEx`
+    with that cluster dimension and a grid x a multiple of it, and cluster q walks the
+    grid's blocks a cluster block (`cluster` blocks along x) at a time.
+    """
 
     name: str
     entry: str
@@ -188,6 +205,7 @@ class KernelContract:
     variant: dict[str, int] = field(default_factory=dict)
     aligned: dict[str, int] = field(default_factory=dict)
     maps: tuple[TensorMapSpec, ...] = ()
+    cluster: int = 1  # CTAs a cluster, along x; more than 1 for a walking kernel only
 
     @property
     def arguments(self) -> tuple[str, ...]:
@@ -223,8 +241,9 @@ class KernelContract:
         (elem, dims)) or (name, "scalar", type), in declaration order; `maps` the
         kernel's tensor maps (`TensorMapSpec`s, or `lir.TensorMap`s); `walk` gives it
         the block-count slots of a kernel walking the grid; `rest` gives the other
-        fields. A map that breaks a rule, or a `@persistent` kernel that walks, is the
-        compiler's fault: a `ValueError`."""
+        fields (`cluster`, say). A map that breaks a rule, a `@persistent` kernel that
+        walks, or a cluster but for a walking kernel, is the compiler's fault: a
+        `ValueError` naming the field."""
         slots: list[Param] = []
         tensors: dict[str, TensorSpec] = {}
         scalars: dict[str, str] = {}
@@ -242,6 +261,9 @@ class KernelContract:
             raise ValueError("a `@persistent` kernel sizes its own grid: it does not walk one")
         for axis in BLOCK_AXES if walk else ():
             slots.append(Param(len(slots), "blocks", axis, *BLOCK_SLOT))
+        problem = _cluster_problem(rest.get("cluster", 1), walk)
+        if problem is not None:
+            raise ValueError(f"`cluster` {problem}")
         specs = tuple(TensorMapSpec.of(m) for m in maps)
         for m in specs:
             problem = _map_problem(m, tensors, scalars)
@@ -270,7 +292,8 @@ class KernelContract:
         """The contract of a checked kernel (`hir.Kernel`) by the slot convention;
         `maps` are the lowered kernel's tensor maps (`lir.Kernel.maps`), `rest` the
         fields the compiler decides (`entry`, `static_smem`, `walk`: whether the
-        lowered kernel walks the grid, `lir.Kernel.walk`, ..)."""
+        lowered kernel walks the grid, `lir.Kernel.walk`; `cluster`, its
+        `lir.Kernel.cluster`, ..)."""
         from phobos.sema import hir
 
         params = []
@@ -343,6 +366,8 @@ class KernelContract:
                 }
                 for m in self.maps
             ]
+        if self.cluster != 1:  # absent without clusters: such a file reads as it always did
+            data["cluster"] = self.cluster
         return data
 
 
@@ -399,7 +424,8 @@ _KERNEL_FIELDS = {
     "cache_key": (str, type(None)),
     "variant": dict,
 }
-_OPTIONAL_FIELDS = {"maps": list}  # absent in a file written before maps, or without any
+# absent in a file written before them, or of a kernel without any
+_OPTIONAL_FIELDS = {"maps": list, "cluster": int}
 _MAP_FIELDS = {
     "name": str,
     "tensor": str,
@@ -411,6 +437,24 @@ _MAP_FIELDS = {
 }
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list"}
 _TYPE_NAMES |= {dict: "an object"}
+
+
+def _cluster_problem(cluster: Any, walks: bool) -> str | None:
+    """What is wrong with a kernel's `cluster` (its CTAs a cluster), or None: 1 to
+    `MAX_CLUSTER`, and more than 1 only where the kernel walks the grid's blocks (the
+    launcher sizes a cluster kernel's grid from its walk).
+
+    >>> _cluster_problem(2, True), _cluster_problem(3, False)
+    (None, 'is 3, but the kernel does not walk the grid: only a walking kernel runs clusters')
+    """
+    if type(cluster) is not int or not 1 <= cluster <= MAX_CLUSTER:
+        return f"is {json.dumps(cluster, default=repr)[:40]}, not 1 to {MAX_CLUSTER} CTAs"
+    if cluster > 1 and not walks:
+        return (
+            f"is {cluster}, but the kernel does not walk the grid: only a walking kernel "
+            "runs clusters"
+        )
+    return None
 
 
 def _map_problem(m: TensorMapSpec, tensors, scalars) -> tuple[str, str] | None:
@@ -491,6 +535,7 @@ class _Reader:
         self.no_extra(obj, {**_KERNEL_FIELDS, **_OPTIONAL_FIELDS}, where)
         v = {k: self.get(obj, k, t, f"{where}.{k}") for k, t in _KERNEL_FIELDS.items()}
         found = self.get(obj, "maps", list, f"{where}.maps") if "maps" in obj else []
+        cluster = self.get(obj, "cluster", int, f"{where}.cluster") if "cluster" in obj else 1
         if v["index_width"] not in EXTENT_SLOTS:
             raise self.fail(f"{where}.index_width", f"is {v['index_width']}, not 32 or 64")
         for key in ("threads", "static_smem", "dynamic_smem"):
@@ -520,6 +565,9 @@ class _Reader:
                 "is true, but the kernel has block-count slots: a `@persistent` kernel sizes "
                 "its own grid, it does not walk one",
             )
+        problem = _cluster_problem(cluster, any(p.kind == "blocks" for p in params))
+        if problem is not None:
+            raise self.fail(f"{where}.cluster", problem)
         for key in ("variant", "aligned"):
             for n, value in v[key].items():
                 if not isinstance(value, int) or isinstance(value, bool):
@@ -532,6 +580,7 @@ class _Reader:
             tensors=tensors,
             scalars=scalars,
             maps=maps,
+            cluster=cluster,
         )
 
     def tensor_map(self, obj: Any, where: str) -> TensorMapSpec:

@@ -22,6 +22,14 @@ The wrappers take and return plain ints for handles (a `CUfunction`, a `CUstream
 its address); `0` is the legacy default stream. Where the driver exports a `_v2`
 symbol for a call (`cuMemAlloc_v2`, `cuMemFree_v2`, ...) the wrapper calls it.
 Tests replace the library with a fake object through `use_library`.
+
+A kernel of thread-block clusters (sm_90) is launched by `cuLaunchKernelEx`, whose
+`CUlaunchConfig` carries the grid and one `CUlaunchAttribute`, the cluster's
+dimension; `LaunchConfig` and `LaunchAttribute` are those structs, laid out as
+cuda.h (12.0 on) has them:
+
+    >>> ctypes.sizeof(LaunchConfig), LaunchConfig.attrs.offset, ctypes.sizeof(LaunchAttribute)
+    (56, 40, 72)
 """
 
 from __future__ import annotations
@@ -54,6 +62,9 @@ FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 # CUpointer_attribute
 POINTER_DEVICE_ORDINAL = 9
 
+# CUlaunchAttributeID
+LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+
 # CUjit_option
 JIT_INFO_LOG_BUFFER = 3
 JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
@@ -62,6 +73,45 @@ JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
 JIT_LOG_VERBOSE = 12
 
 LOG_SIZE = 1 << 16  # bytes of JIT info and error log kept
+
+
+class LaunchAttributeValue(ctypes.Union):
+    """cuda.h's `CUlaunchAttributeValue`: a union padded to 64 bytes; only its
+    `clusterDim` is written here. Its other members hold pointers (a `CUevent`), so it
+    is 8-byte aligned, as `event` makes this one."""
+
+    class _Dim(ctypes.Structure):
+        _fields_ = [("x", c_uint), ("y", c_uint), ("z", c_uint)]
+
+    _fields_ = [("pad", ctypes.c_char * 64), ("clusterDim", _Dim), ("event", c_void_p)]
+
+
+class LaunchAttribute(ctypes.Structure):
+    """cuda.h's `CUlaunchAttribute`: the attribute's id (a 4-byte enum), padding to 8
+    bytes, then its value: 72 bytes."""
+
+    _fields_ = [("id", c_int), ("pad", ctypes.c_char * 4), ("value", LaunchAttributeValue)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """cuda.h's `CUlaunchConfig`, what `cuLaunchKernelEx` and
+    `cuOccupancyMaxActiveClusters` read: the grid and block dimensions, the dynamic
+    shared bytes, the stream (at offset 32, after 4 bytes of padding), the attributes
+    and their count: 56 bytes."""
+
+    _fields_ = [
+        ("gridDimX", c_uint),
+        ("gridDimY", c_uint),
+        ("gridDimZ", c_uint),
+        ("blockDimX", c_uint),
+        ("blockDimY", c_uint),
+        ("blockDimZ", c_uint),
+        ("sharedMemBytes", c_uint),
+        ("hStream", c_void_p),
+        ("attrs", POINTER(LaunchAttribute)),
+        ("numAttrs", c_uint),
+    ]
+
 
 _p = POINTER
 # name -> (symbol, argtypes). Handles are c_void_p, device pointers c_size_t (64-bit).
@@ -99,6 +149,12 @@ _SIGNATURES: dict[str, tuple[str, list[Any]]] = {
     "cuLaunchCooperativeKernel": (
         "cuLaunchCooperativeKernel",
         [c_void_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_void_p, c_void_p],
+    ),
+    # CUDA 12.0 on; the occupancy of clusters 11.8 on
+    "cuLaunchKernelEx": ("cuLaunchKernelEx", [_p(LaunchConfig), c_void_p, c_void_p, c_void_p]),
+    "cuOccupancyMaxActiveClusters": (
+        "cuOccupancyMaxActiveClusters",
+        [_p(c_int), c_void_p, _p(LaunchConfig)],
     ),
     "cuStreamCreate": ("cuStreamCreate", [_p(c_void_p), c_uint]),
     "cuStreamSynchronize": ("cuStreamSynchronize", [c_void_p]),
@@ -486,6 +542,24 @@ def occupancy_max_active_blocks(func: int, threads: int, dynamic_smem: int) -> i
     return n.value
 
 
+def occupancy_max_active_clusters(
+    func: int, threads: int, dynamic_smem: int, cluster: int
+) -> int | None:
+    """How many clusters of `cluster` CTAs (of `threads` threads and `dynamic_smem`
+    bytes each) the card runs at once; None where the driver has no
+    `cuOccupancyMaxActiveClusters` (before CUDA 11.8)."""
+    try:
+        call = _fn("cuOccupancyMaxActiveClusters")
+    except DriverUnavailable:
+        return None
+    n = c_int()
+    # The grid is one cluster: the call reads the block, the shared bytes and the
+    # cluster's dimension, which must match the kernel's `.reqnctapercluster`.
+    config = launch_config((cluster, 1, 1), (threads, 1, 1), dynamic_smem, 0, cluster)
+    check(call(ctypes.pointer(n), func, ctypes.pointer(config)), "cuOccupancyMaxActiveClusters")
+    return n.value
+
+
 # ---------------------------------------------------------------------------
 # Launching
 
@@ -534,6 +608,38 @@ def launch_cooperative_kernel(func: int, grid, block, shared: int, stream: int, 
         func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream, params
     )
     check(status, "cuLaunchCooperativeKernel")
+
+
+def launch_config(grid, block, shared: int, stream: int, cluster: int) -> LaunchConfig:
+    """The `CUlaunchConfig` of a launch in clusters of `cluster` CTAs along x: one
+    attribute, `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` {cluster, 1, 1}, which the
+    config keeps alive (ctypes holds what its pointer field was given). The grid's x
+    must be a multiple of `cluster`.
+
+    >>> c = launch_config((8, 1, 1), (256, 1, 1), 1024, 0, 2)
+    >>> c.gridDimX, c.numAttrs, c.attrs[0].id, c.attrs[0].value.clusterDim.x
+    (8, 1, 4, 2)
+    """
+    attr = LaunchAttribute(id=LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
+    return LaunchConfig(*grid, *block, shared, stream or None, ctypes.pointer(attr), 1)
+
+
+def raw_launch_kernel_ex():
+    """`cuLaunchKernelEx` for the launch fast path: called as
+    `f(config, func, params, None)` with `config` a pointer to a `LaunchConfig` its
+    caller keeps (writing the grid's x and the stream before each call) and `func` a
+    `c_void_p`; returns the status."""
+    return _fn("cuLaunchKernelEx")
+
+
+def launch_kernel_ex(func: int, grid, block, shared: int, stream: int, params, cluster: int):
+    """`cuLaunchKernelEx` of a kernel of clusters of `cluster` CTAs along x (its PTX's
+    `.reqnctapercluster`): `params` as for `launch_kernel`, the grid's x a multiple
+    of `cluster`."""
+    config = launch_config(grid, block, shared, stream, cluster)
+    status = _fn("cuLaunchKernelEx")(ctypes.pointer(config), func, params, None)
+    check(status, "cuLaunchKernelEx")
 
 
 # ---------------------------------------------------------------------------

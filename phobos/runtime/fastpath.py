@@ -10,7 +10,10 @@ change between launches of one signature (a pointer's alignment, a scalar's rang
 grid), and calls the driver. Anything unusual falls back to the whole path, which
 raises the error a user should see. A kernel walking the grid's blocks has its block
 counts written on every launch (the grid may change) and runs the CTAs the whole path
-would: min(blocks, CTAs the card holds), the card's count taken once per plan.
+would: min(blocks, CTAs the card holds), the card's count taken once per plan. One of
+clusters (`KernelContract.cluster` > 1) runs a cluster per cluster block as the whole
+path does, and is launched as it is, by `cuLaunchKernelEx` with its cluster dimension:
+the plan keeps the `CUlaunchConfig` and writes its grid x and stream each launch.
 
 Reading a signature must be cheap: a torch tensor's `__cuda_array_interface__` is a
 Python property costing microseconds, so torch-like tensors (`data_ptr`, `stride`,
@@ -116,6 +119,15 @@ class Plan:
         self.blocks = self.packer.blocks  # a walking kernel's block-count slots, or []
         # The CTAs the card holds, which the whole path asked the driver for already.
         self.resident = resident_ctas(function, contract, self.shared) if self.blocks else 0
+        # A kernel of clusters: never `cuLaunchKernel`, which would launch no cluster.
+        self.cluster = contract.cluster
+        self.config = None
+        if self.cluster > 1:
+            self.config = cuda.launch_config(
+                (self.cluster, 1, 1), (self.threads, 1, 1), self.shared, 0, self.cluster
+            )
+            self.config_ptr = ctypes.pointer(self.config)
+            self.launch_ex = cuda.raw_launch_kernel_ex()
         self.single = cuda.device_count() == 1
         # Per slot to write on a launch: pointers by their tensor's position among the
         # tensor arguments; scalars by the argument's position, with their type.
@@ -145,9 +157,12 @@ class Plan:
                 return False
             ctas = counts
             if self.blocks:  # one CTA per block, no more than the card holds: each walks on
-                blocks = counts[0] * counts[1] * counts[2]
-                ctas = (min(blocks, self.resident), 1, 1)
-                if blocks + ctas[0] > _WALK_LIMIT:  # the whole path refuses it, and says why
+                # (launch_gpu.walking_ctas: with clusters of c, c CTAs per cluster block
+                # of c blocks along x; `resident` is whole clusters, one at least)
+                x, y, z = counts
+                c = self.cluster
+                ctas = (c * min(-(-x // c) * y * z, self.resident // c), 1, 1)
+                if x * y * z + ctas[0] > _WALK_LIMIT:  # the whole path refuses it, and says why
                     return False
             if type(grid) is tuple:
                 self._last = (grid, counts, ctas)
@@ -170,13 +185,20 @@ class Plan:
             if not (self.single and getattr(cuda._CURRENT, "ctx", None) == self.device._context):
                 self.device.activate()
             handle = None if stream is None else _stream(stream)
-            handle = ctypes.c_void_p(handle) if handle else None  # None: a whole NULL
-            status = (cuda._RAW_LAUNCH or cuda.raw_launch_kernel())(
-                self.handle, ctas[0], ctas[1], ctas[2], self.threads, 1, 1, self.shared,
-                handle, self.params, None,
-            )  # fmt: skip
+            if self.config is not None:
+                self.config.gridDimX = ctas[0]
+                self.config.hStream = handle or None
+                status = self.launch_ex(self.config_ptr, self.handle, self.params, None)
+                call = "cuLaunchKernelEx"
+            else:
+                handle = ctypes.c_void_p(handle) if handle else None  # None: a whole NULL
+                status = (cuda._RAW_LAUNCH or cuda.raw_launch_kernel())(
+                    self.handle, ctas[0], ctas[1], ctas[2], self.threads, 1, 1, self.shared,
+                    handle, self.params, None,
+                )  # fmt: skip
+                call = "cuLaunchKernel"
         if status:
-            cuda.check(status, "cuLaunchKernel")
+            cuda.check(status, call)
         return True
 
     def _grid(self, grid):

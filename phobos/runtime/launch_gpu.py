@@ -23,6 +23,19 @@ the grid as any kernel does, but its block counts go into its `blocks` slots, an
 runs a 1-D grid of min(x*y*z, CTAs the card holds at once) CTAs, each looping over
 blocks ctaid.x, ctaid.x + nctaid.x, .. by itself. Its CTAs never wait on each other,
 so the launch is an ordinary one: the cap is only for speed.
+
+A walking kernel of clusters (`KernelContract.cluster` C > 1: its PTX's
+`.reqnctapercluster C, 1, 1`, CTAs pairing up to share TMA loads) walks *cluster
+blocks* instead, C blocks along x each, ceil(x/C)*y*z of them: cluster q (ctaid.x // C,
+of nclusterid.x) takes cluster blocks q, q + nclusterid.x, .., its CTA of rank r the
+block C*qx + r of each. It is launched by `cuLaunchKernelEx` with the cluster
+dimension {C, 1, 1} as its one attribute, on C * min(cluster blocks, clusters the card
+runs at once) CTAs, a multiple of C as the driver needs; the clusters resident come
+from `cuOccupancyMaxActiveClusters` (the CTAs resident, in whole clusters, where the
+driver has no such call), one at least. Its block-count slots hold the grid's counts
+as for any walking kernel: it derives the cluster blocks itself. The CTAs of a
+cluster wait on each other, which the hardware guarantees by running a cluster's CTAs
+together; clusters never wait on each other, so the grid need not be resident.
 """
 
 from __future__ import annotations
@@ -218,41 +231,77 @@ def resident_ctas(function, contract: KernelContract, shared: int) -> int:
     """CTAs of the contract's threads and `shared` dynamic bytes the card holds at once:
     the occupancy API's CTAs per SM times the SMs, asked once per `shared` (cached on
     `function`). A `@persistent` kernel runs that many; a walking kernel at most that.
+
+    For a kernel of clusters of C CTAs, in whole clusters: C times the clusters the
+    card runs at once, by `cuOccupancyMaxActiveClusters` (a cluster's CTAs share one
+    GPC, so fewer may fit than CTAs per SM times SMs would say), or by the CTAs per SM
+    times SMs rounded down to a multiple of C where the driver has no such call; one
+    cluster at least.
     """
     found = function.resident_ctas.get(shared)
     if found is None:
         # The occupancy API counts no CTA whose dynamic shared memory is past the
         # function's limit: raise it first (past 48 KB, as the launch will).
         function.set_max_dynamic_shared(shared)
-        per_sm = function.max_active_blocks(contract.threads, shared)
-        if per_sm < 1:
-            what = "persistent kernel" if contract.persistent else "kernel"
+        c = contract.cluster
+        clusters = function.max_active_clusters(contract.threads, shared, c) if c > 1 else None
+        if clusters is None:
+            found = _resident_by_sm(function, contract, shared)
+        elif clusters < 1:
             raise LaunchError(
                 contract.name,
                 None,
-                f"no CTA of {contract.threads} threads and {shared} bytes of dynamic shared "
-                f"memory fits on an SM, so the {what} cannot run",
+                f"no cluster of {c} CTAs of {contract.threads} threads and {shared} bytes "
+                "of dynamic shared memory fits on the card, so the kernel cannot run",
             )
-        found = function.resident_ctas[shared] = per_sm * function.device.sm_count
+        else:
+            found = clusters * c
+        # The entry's `.reqnctapercluster` is fixed: one cluster size per function.
+        found = function.resident_ctas[shared] = max(found // c, 1) * c
     return found
+
+
+def _resident_by_sm(function, contract: KernelContract, shared: int) -> int:
+    per_sm = function.max_active_blocks(contract.threads, shared)
+    if per_sm < 1:
+        what = "persistent kernel" if contract.persistent else "kernel"
+        raise LaunchError(
+            contract.name,
+            None,
+            f"no CTA of {contract.threads} threads and {shared} bytes of dynamic shared "
+            f"memory fits on an SM, so the {what} cannot run",
+        )
+    return per_sm * function.device.sm_count
 
 
 # A walking kernel counts its blocks in 32 bits: block n, then n + nctaid.x, must not wrap.
 WALK_LIMIT = (1 << 32) - 1
 
 
-def walking_ctas(counts: Sequence[int], resident: int, kernel_name: str = "") -> int:
+def walking_ctas(
+    counts: Sequence[int], resident: int, kernel_name: str = "", cluster: int = 1
+) -> int:
     """CTAs a walking kernel runs for a grid of block `counts`: one per block, but no
-    more than the card holds at once (`resident`), each of which then walks on. A grid
-    of more blocks than the kernel's 32-bit count reaches is a `GridError`.
+    more than the card holds at once (`resident`), each of which then walks on. A
+    kernel of clusters of `cluster` CTAs walks cluster blocks instead, ceil(x/cluster)
+    * y * z of them, and runs `cluster` times min(cluster blocks, resident clusters)
+    CTAs, where `resident` counts the CTAs of whole clusters (`resident_ctas`): a
+    multiple of `cluster`, one cluster at least. A grid of more blocks than the
+    kernel's 32-bit count reaches is a `GridError`.
 
     >>> walking_ctas((3, 2), 8), walking_ctas((9, 2, 1), 8)
     (6, 8)
+    >>> walking_ctas((5, 2), 16, cluster=2), walking_ctas((5, 2), 8, cluster=2)
+    (12, 8)
+    >>> walking_ctas((1,), 1, cluster=4)  # a cluster at least
+    4
     """
-    blocks = 1
-    for n in counts:
-        blocks *= n
-    ctas = min(blocks, resident)
+    x, y, z = (*counts, 1, 1)[:3]
+    blocks = x * y * z
+    walked = -(-x // cluster) * y * z
+    ctas = cluster * min(walked, max(resident // cluster, 1))
+    # With clusters the kernel counts cluster blocks, and steps by clusters: fewer of
+    # each, so the check of the blocks and CTAs covers them.
     if blocks + ctas > WALK_LIMIT:
         raise GridError(
             kernel_name,
@@ -275,7 +324,8 @@ def launch_gpu(
     """Launch `function` (a loaded `module.Function`) with arguments already bound by
     `contract`. `grid` is what `kernel[grid]` took; `shared` the dynamic shared bytes
     (None: the contract's). Returns the block counts the grid asked for (a walking
-    kernel's CTAs run them, fewer CTAs than blocks where the card holds fewer).
+    kernel's CTAs run them, fewer CTAs than blocks where the card holds fewer; a
+    kernel of clusters is launched in clusters, by `cuLaunchKernelEx`).
     """
     device = function.device
     dynamic = contract.dynamic_smem if shared is None else shared
@@ -292,7 +342,7 @@ def launch_gpu(
     blocks = (*counts, 1, 1)[:3]
     if contract.walks:  # its CTAs walk the blocks: the slots say how many there are
         resident = resident_ctas(function, contract, dynamic)
-        blocks = (walking_ctas(counts, resident, contract.name), 1, 1)
+        blocks = (walking_ctas(counts, resident, contract.name, contract.cluster), 1, 1)
     handle = stream_handle(stream)
     if dynamic > function.dynamic_smem_limit:
         function.set_max_dynamic_shared(dynamic)
@@ -304,6 +354,10 @@ def launch_gpu(
         if contract.persistent:
             cuda.launch_cooperative_kernel(
                 function.handle, blocks, threads, dynamic, handle, params
+            )
+        elif contract.cluster > 1:  # a walking kernel's clusters: x a multiple of them
+            cuda.launch_kernel_ex(
+                function.handle, blocks, threads, dynamic, handle, params, contract.cluster
             )
         else:
             cuda.launch_kernel(function.handle, blocks, threads, dynamic, handle, params)

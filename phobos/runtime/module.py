@@ -136,6 +136,12 @@ class Function:
         self.device.activate()
         return cuda.occupancy_max_active_blocks(self.handle, threads, dynamic_smem)
 
+    def max_active_clusters(self, threads: int, dynamic_smem: int, cluster: int) -> int | None:
+        """How many clusters of `cluster` CTAs of `threads` threads the card runs at
+        once; None where the driver cannot say (`cuda.occupancy_max_active_clusters`)."""
+        self.device.activate()
+        return cuda.occupancy_max_active_clusters(self.handle, threads, dynamic_smem, cluster)
+
 
 @dataclass(frozen=True)
 class Loaded:

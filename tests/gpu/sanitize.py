@@ -83,7 +83,8 @@ def tensor_cores() -> None:
     """The tensor-core GEMMs: f16 and bf16 on mma.sync from swizzled staging tiles (each
     tile shape of hgemm's space), i8 on integer mma; flash attention's two products on
     mma.sync, its scores row-reduced in their registers; `hgemm_h`'s f16 C stored by
-    stmatrix and TMA stores on sm_90a."""
+    stmatrix and TMA stores on sm_90a; those GEMMs' clusters of two sharing B by TMA
+    multicast (an odd count of x blocks too)."""
     from examples.flash_attention_f16 import flash_attention_f16
     from examples.hgemm import hgemm, hgemm_bf16, hgemm_h
     from examples.igemm import igemm
@@ -101,6 +102,10 @@ def tensor_cores() -> None:
     ch = torch.empty(256, 512, device="cuda", dtype=torch.float16)
     for tn in (128, 256):  # the epilogue by TMA stores
         hgemm_h.variant(TILE_N=tn, TILE_K=64, T=256)[(2, 512 // tn)](a, b, ch)
+    # Clusters of two (the sm_90a default) with an odd count of x blocks: the last pair's
+    # rank 1 loads its half of B for its peer and stores nothing.
+    a3, c3 = torch.randn(384, 512, device="cuda").half(), torch.empty(384, 512, device="cuda")
+    hgemm.variant(TILE_N=256, TILE_K=64, T=256)[(3, 2)](a3, b, c3)
     q = torch.randn(200, 64, device="cuda").half()
     k, v = (torch.randn(300, 64, device="cuda").half() for _ in range(2))
     o = torch.empty(200, 64, device="cuda")

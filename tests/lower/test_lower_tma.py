@@ -137,9 +137,12 @@ def source(form: str, elem: str) -> str:
 def producer(request, monkeypatch):
     """Each TMA ring two ways: fed by a producer warpgroup of its own
     (`PHOBOS_SPECIALIZE=1`, `CHECK`), and by thread 0 of the consumers at each turn's
-    top (the default, `RING`)."""
+    top (the default, `RING`), its CTAs alone (`PHOBOS_CLUSTER=1`: their pairs in
+    clusters are test_lower_cluster.py's)."""
     if request.param == "producer":
         monkeypatch.setenv("PHOBOS_SPECIALIZE", "1")
+    else:
+        monkeypatch.setenv("PHOBOS_CLUSTER", "1")
     return request.param
 
 

@@ -79,7 +79,9 @@ SEEN = GEMM.replace(
 )
 
 
-def test_the_walk_carries_the_ring_from_block_to_block():
+def test_the_walk_carries_the_ring_from_block_to_block(monkeypatch):
+    # CTAs walking alone (the pairs of clusters are pinned in test_lower_cluster.py).
+    monkeypatch.setenv("PHOBOS_CLUSTER", "1")
     _, k = lowered(GEMM, chip="sm_90a")
     assert k.walk == ("blocks_x1", "blocks_y2", "blocks_z3")
     filecheck(GEMM, text(k), prefix="WALK")

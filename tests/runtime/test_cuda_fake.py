@@ -4,7 +4,10 @@
 what the binding passes (ctypes pointers for out-parameters, which it writes), and
 every call is recorded. test_launch_gpu_pack.py launches through it too. Its
 `cuTensorMapEncodeTiled` records its arguments in `tensor_maps` and writes the 128
-bytes `fake_map_bytes` derives from them.
+bytes `fake_map_bytes` derives from them. Its `cuLaunchKernelEx` and
+`cuOccupancyMaxActiveClusters` read the `CUlaunchConfig` they are given by the bytes
+at cuda.h's offsets (`read_launch_config`), never through the binding's own structs,
+so a struct of the binding that drifts from the header's layout is caught.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import hashlib
+import struct
 
 import pytest
 
@@ -21,6 +25,8 @@ from phobos.runtime.module import Module, link, load_kernel
 
 ERROR_NAMES = {218: b"CUDA_ERROR_INVALID_PTX", 200: b"CUDA_ERROR_INVALID_IMAGE"}
 ERROR_TEXTS = {218: b"a PTX JIT compilation failed", 200: b"device kernel image is invalid"}
+ERROR_NAMES[912] = b"CUDA_ERROR_INVALID_CLUSTER_SIZE"
+ERROR_TEXTS[912] = b"a kernel launch error due to cluster misconfiguration"
 ATTRIBUTES = {
     cuda.ATTR_COMPUTE_CAPABILITY_MAJOR: 9,
     cuda.ATTR_COMPUTE_CAPABILITY_MINOR: 0,
@@ -31,6 +37,37 @@ ATTRIBUTES = {
     cuda.ATTR_COOPERATIVE_LAUNCH: 1,
 }
 PTXAS_LOG = b"ptxas application ptx input, line 7; error   : Unknown symbol 'nope'"
+
+# cuda.h's CUlaunchConfig on x86-64 (checked by compiling against the CUDA 13.0 header;
+# the same since 12.0): gridDimX/Y/Z, blockDimX/Y/Z and sharedMemBytes, 4-byte unsigned
+# ints at 0 to 24; 4 bytes of padding; hStream at 32; attrs at 40; numAttrs at 48; 56
+# bytes in all. A CUlaunchAttribute: id (a 4-byte enum), 4 bytes of padding, then the
+# 64-byte CUlaunchAttributeValue union at 8, whose clusterDim is 3 unsigned ints at 0.
+LAUNCH_CONFIG = struct.Struct("<7I4xQQI4x")
+LAUNCH_ATTRIBUTE_BYTES = 72
+LAUNCH_ATTRIBUTE_VALUE_AT = 8
+
+
+def read_launch_config(config) -> dict:
+    """The `CUlaunchConfig` at `config` (a ctypes pointer, or an address), with its
+    attributes as (id, the first three unsigned ints of the value), read as raw bytes."""
+    address = ctypes.addressof(config.contents) if hasattr(config, "contents") else config
+    gx, gy, gz, bx, by, bz, shared, stream, attrs, count = LAUNCH_CONFIG.unpack(
+        ctypes.string_at(address, LAUNCH_CONFIG.size)
+    )
+    attributes = []
+    for i in range(count):
+        raw = ctypes.string_at(attrs + i * LAUNCH_ATTRIBUTE_BYTES, LAUNCH_ATTRIBUTE_BYTES)
+        (ident,) = struct.unpack_from("<i", raw)
+        attributes.append((ident, struct.unpack_from("<3I", raw, LAUNCH_ATTRIBUTE_VALUE_AT)))
+    return dict(grid=(gx, gy, gz), block=(bx, by, bz), shared=shared, stream=stream,
+                attributes=attributes)  # fmt: skip
+
+
+def cluster_of(attributes) -> tuple[int, int, int] | None:
+    """The cluster dimension among a launch's attributes, or None."""
+    dims = [v for ident, v in attributes if ident == cuda.LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION]
+    return dims[0] if dims else None
 
 
 def fake_map_bytes(args: dict) -> bytes:
@@ -64,6 +101,7 @@ class FakeDriver:
             cuda.FUNC_LOCAL_SIZE_BYTES: 0,
         }
         self.blocks_per_sm = 2
+        self.clusters = None  # clusters resident at once (None: CTAs resident // size)
         self.dynamic_limits: dict[int, int] = {}  # function -> its dynamic shared bytes allowed
         self.launches: list[dict] = []
         self.tensor_maps: list[dict] = []  # each cuTensorMapEncodeTiled's arguments
@@ -184,11 +222,21 @@ class FakeDriver:
         out[0] = self.blocks_per_sm if fits else 0
         return self._record("cuOccupancyMaxActiveBlocksPerMultiprocessor", func, threads, smem)
 
-    def _launch(self, name, f, gx, gy, gz, bx, by, bz, shared, stream, params):
+    def cuOccupancyMaxActiveClusters(self, out, func, config):
+        cfg = read_launch_config(config)
+        size = cluster_of(cfg["attributes"])
+        fits = cfg["shared"] <= self.dynamic_limits.get(_handle(func), 48 * 1024)
+        ctas = self.blocks_per_sm * self.attributes[cuda.ATTR_MULTIPROCESSOR_COUNT]
+        found = self.clusters if self.clusters is not None else ctas // size[0]
+        out[0] = found if fits else 0
+        return self._record("cuOccupancyMaxActiveClusters", func, cfg)
+
+    def _launch(self, name, f, gx, gy, gz, bx, by, bz, shared, stream, params, **more):
         # the slots as they are at the call (the driver copies them then)
         addresses = [params[i] for i in range(len(params))]
         self.launches.append(
             dict(
+                more,
                 call=name,
                 function=f,
                 grid=(gx, gy, gz),
@@ -211,6 +259,17 @@ class FakeDriver:
         return self._launch(
             "cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shared, stream, params
         )
+
+    def cuLaunchKernelEx(self, config, f, params, extra):
+        cfg = read_launch_config(config)
+        cluster = cluster_of(cfg["attributes"])
+        if cluster is not None and cfg["grid"][0] % cluster[0]:
+            self._record("cuLaunchKernelEx", "a grid of part clusters")
+            return 912  # as the driver: CUDA_ERROR_INVALID_CLUSTER_SIZE
+        return self._launch(
+            "cuLaunchKernelEx", _handle(f), *cfg["grid"], *cfg["block"], cfg["shared"], cfg["stream"],
+            params, cluster=cluster, attributes=cfg["attributes"],
+        )  # fmt: skip
 
     def cuTensorMapEncodeTiled(
         self, tmap, dtype, rank, address, dims, strides, box, estrides, interleave, swizzle,

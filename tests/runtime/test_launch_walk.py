@@ -5,7 +5,8 @@ and the driver is asked for a 1-D grid of min(blocks, CTAs the card holds) CTAs,
 an ordinary `cuLaunchKernel`. The fast path does the same on every launch.
 
 The fake card here holds 8 CTAs at once: 4 SMs of 2 (`FakeDriver.attributes`,
-`blocks_per_sm`)."""
+`blocks_per_sm`). Its CTAs run alone here (`PHOBOS_CLUSTER=1`): test_launch_cluster.py
+launches the gemm whose CTAs pair into clusters."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def driver(tmp_path, monkeypatch):
     monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("PHOBOS_INTERPRET", raising=False)
     monkeypatch.delenv("PHOBOS_WALK", raising=False)
+    monkeypatch.setenv("PHOBOS_CLUSTER", "1")  # no clusters: each CTA walks alone
     fake = FakeDriver(devices=1, capabilities=[(9, 0)])
     fake.attributes[cuda.ATTR_MULTIPROCESSOR_COUNT] = 4
     fake.blocks_per_sm = 2

@@ -263,7 +263,7 @@ def test_for_kernel_and_contract_of_take_the_lowered_kernels_maps():
     kernel = hir.Kernel("k", params, hir.Block(()), None, (), ("M", "K"), index_width=32)
     tmap = lir.TensorMap("A_tmap0", "A", "bf16", ("M", "K"), (64, 64), "128B")
     lowered = SimpleNamespace(
-        name="k", smem=1024, dynamic_smem=True, maps=(tmap,), threads=384, walk=()
+        name="k", smem=1024, dynamic_smem=True, maps=(tmap,), threads=384, walk=(), cluster=1
     )
     c = contract_of(kernel, lowered, ".version 8.0", "sm_90a")
     assert c.threads == 384  # the lowered kernel's: a producer warpgroup's too
@@ -275,7 +275,9 @@ def test_for_kernel_and_contract_of_take_the_lowered_kernels_maps():
     assert [(p.kind, p.name) for p in c.params[3:]] == [
         ("blocks", "x"), ("blocks", "y"), ("blocks", "z"), ("tmap", "A_tmap0"),
     ]  # fmt: skip
-    assert c.walks
+    assert c.walks and c.cluster == 1
+    lowered.cluster = 2  # its CTAs pair into clusters (`.reqnctapercluster 2, 1, 1`)
+    assert contract_of(kernel, lowered, ".version 8.0", "sm_90a").cluster == 2
 
 
 def _k(d):
