@@ -1,8 +1,9 @@
 """Clusters of two CTAs sharing an operand tile by TMA multicast, against the same GEMM's
 CTAs alone, and cuBLAS, in one run on one card: examples/hgemm.py's 128 x 256 x 64 tile
-on 256 threads lowered twice, by default (clusters: the CTAs of two x blocks share B's
-boxes, `phobos.lower.cluster`) and under `PHOBOS_CLUSTER=1`, each result checked against
-float64 (its output poisoned first), then timed in turns with `torch.mm`.
+on 256 threads lowered twice, under `PHOBOS_CLUSTER=2` (clusters: the CTAs of two x blocks
+share B's boxes, `phobos.lower.cluster`) and `PHOBOS_CLUSTER=1` (the default: CTAs alone),
+each result checked against float64 (its output poisoned first), then timed in turns
+with `torch.mm`.
 
     python benchmarks/clusters.py [--only f16|bf16|f16c ...] [--shape MxNxK ...]
 
@@ -33,34 +34,25 @@ KERNELS = {"f16": (hgemm, torch.float16, torch.float32),
            "f16c": (hgemm_h, torch.float16, torch.float16)}  # fmt: skip
 
 
-def lowered(kernel, setting: str | None, relaxed: bool = False) -> GpuKernel:
-    """`kernel`'s TILE variant compiled for sm_90a with PHOBOS_CLUSTER at `setting`
-    (`relaxed`: its cluster barrier's arrive made relaxed in the PTX, a probe of what
-    the release costs)."""
+def lowered(kernel, setting: str) -> GpuKernel:
+    """`kernel`'s TILE variant compiled for sm_90a with PHOBOS_CLUSTER at `setting`."""
     saved = os.environ.pop("PHOBOS_CLUSTER", None)
     try:
-        if setting is not None:
-            os.environ["PHOBOS_CLUSTER"] = setting
+        os.environ["PHOBOS_CLUSTER"] = setting
         built = kernel.variant(**TILE).compile(chip="sm_90a")
     finally:
         os.environ.pop("PHOBOS_CLUSTER", None)
         if saved is not None:
             os.environ["PHOBOS_CLUSTER"] = saved
-    want = 1 if setting == "1" else 2
+    want = int(setting)
     assert built.lir.cluster == want, f"asked {setting}, lowered cluster={built.lir.cluster}"
-    ptx = built.ptx
-    if relaxed:
-        ptx = ptx.replace(
-            "barrier.cluster.arrive.aligned", "barrier.cluster.arrive.relaxed.aligned"
-        )
-    return GpuKernel(built.contract, ptx)
+    return GpuKernel(built.contract, built.ptx)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=sorted(KERNELS), action="append")
     ap.add_argument("--shape", action="append", type=_shape, help="MxNxK")
-    ap.add_argument("--relaxed", action="store_true", help="also the relaxed-arrive probe")
     args = ap.parse_args()
     shapes = args.shape or [(4096, 4096, 4096), (8192, 8192, 8192), *MODEL_SHAPES]
     print("| GEMM | cuBLAS ms | alone ms | clusters ms | clusters TFLOP/s | alone / cuBLAS "
@@ -68,9 +60,7 @@ def main() -> None:
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name in args.only or ["f16", "bf16", "f16c"]:
         kernel, dtype, out_dtype = KERNELS[name]
-        both = {"alone": lowered(kernel, "1"), "clusters": lowered(kernel, None)}
-        if args.relaxed:
-            both["relaxed"] = lowered(kernel, None, relaxed=True)
+        both = {"alone": lowered(kernel, "1"), "clusters": lowered(kernel, "2")}
         for m, n, k in shapes:
             if m % 128 or n % 256 or k % 64:
                 continue  # the example is @aligned to its tile
@@ -91,8 +81,6 @@ def main() -> None:
             timed = in_turns(fns)
             if len(timed) < len(both) + 1:
                 continue
-            if "relaxed" in timed:
-                print(f"{name} {m}x{n}x{k}: relaxed arrive {timed['relaxed'][0]:.4f} ms")
             cub, alone, clu = (timed[x][0] for x in ("cuBLAS", "alone", "clusters"))
             tflops = 2.0 * m * n * k / clu / 1e9
             print(f"| {name} {m}x{n}x{k} | {cub:.4f} | {alone:.4f} | {clu:.4f} | {tflops:.0f} "

@@ -19,7 +19,10 @@ a peer still waits for it is a bug: the peer may yet write its shared memory), s
 barrier that a CTA never reaches is a hang naming the waiting block. Arrive releases
 and wait acquires: with `check_races`, each CTA keeps its own `RaceRecorder`, and the
 completion of a phase closes the epoch in every CTA of the cluster (a CTA's own `bar`
-closes only its own).
+closes only its own); where any thread's arrival was `[relaxed=1]` (which orders no
+memory access, only the threads' progress) the phase closes no epoch. Bulk copies and
+multicasts in flight are tracked apart from epochs, so a relaxed barrier still orders a
+peer's multicast after a wgmma's reads that a `wgmma_wait` retired before it.
 
 A multicast `tma_load` (a sixth operand, a 16-bit CTA mask) writes its box at the same
 shared offset in each CTA whose rank's bit is set, completing the box's bytes on the
@@ -57,6 +60,7 @@ class Cluster:
         self.arrived = np.zeros((size, threads), bool)
         self.arrived_in = np.zeros((size, threads), np.int64)
         self.count = 0  # arrivals in the current phase
+        self.relaxed = False  # whether one of them was relaxed (orders no memory)
         self.phases = 0  # phases completed
         self.waiting: list = []  # strands blocked at `cluster_wait`
 
@@ -86,6 +90,7 @@ class ClusterOps:
         c.arrived[rank] |= mask
         c.arrived_in[rank][mask] = c.phases
         c.count += int(mask.sum())
+        c.relaxed |= bool(i.attr("relaxed"))
         if c.count == c.size * self.T:
             self._cluster_complete()
         elif self.strands is not None:
@@ -96,9 +101,10 @@ class ClusterOps:
         c = self.cluster
         c.phases += 1
         c.count = 0
+        ordered, c.relaxed = not c.relaxed, False
         for cta in c.ctas:
             self.launch.barriers += 1
-            if cta.recorder is not None:
+            if cta.recorder is not None and ordered:
                 cta.recorder.barrier()
         waiting, c.waiting = c.waiting, []
         if self.strands is not None:

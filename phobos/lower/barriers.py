@@ -288,12 +288,15 @@ class Tracker:
         watch.segment = []
         watch.open = True
 
-    def barrier(self, force: bool = False, whole: bool = False, cluster: bool = False) -> None:
+    def barrier(
+        self, force: bool = False, whole: bool = False, cluster: bool = False, relaxed: bool = False
+    ) -> None:
         """Emit `bar.sync 0` (or the lowering's own barrier of its threads; `whole`:
         barrier 0 of the CTA, a producer warpgroup too; `cluster`: the cluster's
-        barrier, every thread of its CTAs) and forget what was pending."""
+        barrier, every thread of its CTAs, its arrive `relaxed` where it orders only
+        the threads' progress) and forget what was pending."""
         if cluster:
-            self.lw.b.emit("cluster_arrive")
+            self.lw.b.emit("cluster_arrive", **({"relaxed": 1} if relaxed else {}))
             self.lw.b.emit("cluster_wait")
         else:
             self.lw.b.emit("bar", (), (Imm(0, "u32"),) if whole else _barrier_srcs(self.lw))

@@ -23,8 +23,11 @@ boxes and its peer's.
 Taken where the kernel walks the grid, its ring's loop has bounds and staged coordinates
 computed without `ctx.block.x` for the shared tiles (bounds: for every tile), and each
 shared tile's boxes split in two: an even number of panels (a 128-byte panel a box), or
-boxes of a multiple of 16 rows, halved. `PHOBOS_CLUSTER=1` turns it off; PHOBOS_LOG=debug
-says which tiles are shared, or why none is.
+boxes of a multiple of 16 rows, halved. Asked for by `@pipeline(cluster = 2)` (ours; an
+`@autotune` name lets the tuner choose) or `PHOBOS_CLUSTER=2`; not by default, as on the
+H200 it measured no faster than the CTAs alone at the large shapes, and 3 % slower at a
+128-row one, where half the CTAs have no block (benchmarks/NOTES.md run 50). PHOBOS_LOG=
+debug says which tiles are shared, or why none is.
 
     >>> SIZE
     2
@@ -33,11 +36,11 @@ says which tiles are shared, or why none is.
 from __future__ import annotations
 
 import logging
-import os
 
 from phobos.lower import scalars
 from phobos.lower.hirwalk import walk
 from phobos.lower.lir import Imm
+from phobos.lower.options import switch_count
 from phobos.lower.types import BYTES
 from phobos.sema import hir
 
@@ -122,9 +125,25 @@ def cluster_of(lw, walker, ring) -> Cluster | None:
     return Cluster(lw, shared)
 
 
+def asked(k) -> int:
+    """The CTAs a cluster `k` asks for: `@pipeline(cluster = C)` in its variant, else
+    `PHOBOS_CLUSTER=C`, else 1 (none: measured no faster, benchmarks/NOTES.md run 50).
+
+    >>> from types import SimpleNamespace as K
+    >>> asked(K(attrs=K(cluster_ctas="C"), variant=(("C", 2),))), asked(K(attrs=None))
+    (2, 1)
+    """
+    given = getattr(getattr(k, "attrs", None), "cluster_ctas", None)
+    if isinstance(given, str):
+        given = dict(k.variant).get(given)
+    if given is None:
+        given = switch_count("PHOBOS_CLUSTER", 1, SIZE)
+    return given or 1
+
+
 def _refusal(lw, walker, ring) -> tuple[str | None, set[int]]:
-    if os.environ.get("PHOBOS_CLUSTER") in ("0", "1"):
-        return f"PHOBOS_CLUSTER={os.environ['PHOBOS_CLUSTER']}", set()
+    if asked(lw.k) == 1:
+        return "none asked (`@pipeline(cluster = 2)` or PHOBOS_CLUSTER=2 asks)", set()
     lets = {s.sym: s.value for s in walker.pre if isinstance(s, (hir.Let, hir.VarDecl))
             and isinstance(s.sym.type, hir.Scalar)}  # fmt: skip
     loop = ring.loop

@@ -161,7 +161,9 @@ TENSOR = {"ldmatrix", "mma", "wmma_load", "wmma_mma", "wmma_store"}
 # aligned: a warp's threads run each together): every thread of every CTA of the cluster
 # arrives, then a thread's wait returns once all have; a thread waits once between two
 # arrivals. Arrive releases, wait acquires: shared memory that a thread of the cluster
-# wrote (or its wgmma read) before arriving is ordered before a peer's writes after waiting.
+# wrote (or its wgmma read) before arriving is ordered before a peer's writes after waiting;
+# `cluster_arrive  [relaxed=1]` orders no memory access, only the threads' progress (what
+# a wgmma_wait or a bulk_wait completed before it stays completed).
 # `%p[, %lane] = elect_sync` is true in one lane of the warp; `setmaxnreg  [action=inc,
 # regs=240]` moves registers between warpgroups (sm_90a).
 # Warpgroup matrix multiply-accumulate (sm_90a; `phobos.lower.warpgroup` has the layouts):

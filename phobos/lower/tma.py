@@ -144,8 +144,9 @@ class TmaRing:
             b.emit("fence_mbarrier_init")
         b.add(If(self.leader, init.block, None, span=b.span))
         # The inits, before any thread waits (the producer's threads too; in a cluster,
-        # before the peer's boxes complete on them).
-        lw.tracker.barrier(force=True, whole=self.specialized, cluster=bool(self.cluster))
+        # before the peer's boxes complete on them: the fence released them already).
+        lw.tracker.barrier(force=True, whole=self.specialized, cluster=bool(self.cluster),
+                           relaxed=True)  # fmt: skip
         self.slot = b.copy(Imm(0, "u32"), "u32", hint="slot")
         self.phase = b.copy(Imm(0, "u32"), "u32", hint="phase")
 
@@ -192,8 +193,12 @@ class TmaRing:
         ahead, then the wait for this turn's boxes (with a producer warpgroup, the wait
         alone)."""
         if not self.specialized:
-            # In a cluster the stage is refilled by both CTAs: free in both.
-            self.lw.tracker.barrier(force=True, cluster=bool(self.cluster))
+            # In a cluster the stage is refilled by both CTAs: free in both. What the
+            # barrier orders is the peer's TMA writes after wgmma reads a wgmma_wait has
+            # retired, so its arrive is relaxed: a releasing one waits for the group
+            # still in flight, draining the tensor cores every turn (benchmarks/NOTES.md
+            # run 48).
+            self.lw.tracker.barrier(force=True, cluster=bool(self.cluster), relaxed=True)
             self._refill()
         self._wait(self._bar(self.slot), self.phase)
         for _, tile in self.staged:

@@ -13,8 +13,8 @@ integer register) and writes one `pred`. `fence_mbarrier_init` takes nothing.
 `tmap_addr` writes one u64 and names one of the kernel's `maps`; `tma_load` takes a u32
 shared destination, that u64, two 32-bit coordinates and the mbarrier, then, multicast, a
 16-bit CTA mask (an immediate or a u16/b16 register) in a kernel of clusters, an
-immediate naming only ranks below the cluster's size. `cluster_arrive` and
-`cluster_wait` take nothing and carry no guard, in a kernel of clusters only.
+immediate naming only ranks below the cluster's size. `cluster_arrive` (`relaxed` 0 or
+1) and `cluster_wait` take nothing and carry no guard, in a kernel of clusters only.
 `setmaxnreg` has `action` inc or dec and `regs` a multiple of 8 from 24 to 256, no
 operand and no guard. Integer sources are 32-bit (`u32`, `s32`, `b32`).
 `wgmma_mma` has shape `m64nNk16` (N a multiple of 8 to 256), f16 or bf16 into f32,
@@ -167,6 +167,9 @@ def _clustered(v, i: lir.Inst) -> None:
 def _cluster_barrier(v, i: lir.Inst) -> None:
     _no_operands(v, i)
     _clustered(v, i)
+    relaxed = i.attr("relaxed", 0)
+    if relaxed not in (0, 1) or isinstance(relaxed, bool) or (relaxed and i.op != "cluster_arrive"):
+        v.fail(f"`{i.op}` has no `relaxed` but 0 (`cluster_arrive`: 0 or 1), not {relaxed!r}", i)
 
 
 def _stmatrix(v, i: lir.Inst) -> None:

@@ -151,7 +151,12 @@ class BlockWalk:
                 lw.block(hir.Block(self.pre + (self.loop,)))
                 # Every warpgroup's products (in a cluster, the peer's too) are done with
                 # the stages the next block's first turns are written into.
-                lw.tracker.barrier(force=True, cluster=self.cluster is not None)
+                lw.tracker.barrier(force=True, cluster=self.cluster is not None, relaxed=True)
+                if store and self.cluster is not None:
+                    # The cluster's arrive orders no memory: a CTA barrier orders every
+                    # warpgroup's products, and the last block's stores' reads (drained
+                    # above), before the epilogue's stmatrix writes into the free stages.
+                    lw.tracker.barrier(force=True)
                 nxt = b.op("add", "u32", n, lw.sreg(step), hint="blk")
                 self.prime(nxt)
                 self.epilogue(store)

@@ -153,7 +153,15 @@ def _tma_load(e: Emitter, i: lir.Inst) -> str:
 def _cluster_arrive(e: Emitter, i: lir.Inst) -> str:
     e.needs(i, "cluster")
     arity(e, i, 0)
-    return "barrier.cluster.arrive.aligned"  # .release by default
+    # .release by default, which waits for the thread's wgmma groups in flight (measured,
+    # benchmarks/NOTES.md run 48); `relaxed` orders only the threads' progress.
+    if i.attr("relaxed") not in (None, 0, 1):
+        e.fail(i, f"has `relaxed` 0 or 1, not {i.attr('relaxed')!r}")
+    return (
+        "barrier.cluster.arrive.relaxed.aligned"
+        if i.attr("relaxed")
+        else "barrier.cluster.arrive.aligned"
+    )
 
 
 @rule("cluster_wait")
@@ -313,7 +321,7 @@ ATTRS.update(
         "cp_async_bulk": (),
         "tmap_addr": ("map",),
         "tma_load": (),
-        "cluster_arrive": (),
+        "cluster_arrive": ("relaxed",),
         "cluster_wait": (),
         "elect_sync": (),
         "setmaxnreg": ("action", "regs"),

@@ -40,7 +40,9 @@ The rules, by attribute (each a row of `_CHECKS`):
    `@pipeline(stages = S)` (beyond SPEC.md: ours) sets the depth of the kernel's
    rings, S an integer from 2 to `MAX_RING_STAGES` or an `@autotune` name whose every value
    is (E0217): a cp.async ring takes at most 4 of them, and any ring fewer where they
-   do not fit the shared memory.
+   do not fit the shared memory; `@pipeline(cluster = C)` (ours too) asks for clusters
+   of C CTAs sharing a TMA ring's tiles by multicast, C 1 (none) or 2 or an
+   `@autotune` name searching only those (E0218); both may be given.
 
 Any attribute given twice, an unknown one (with a did-you-mean) and a planned one
 (`PLANNED_ATTRIBUTES`) are refused. Codes E0200..E0215, explained in
@@ -76,6 +78,7 @@ E_TC_PATH = "E0214"  # @tensorcore(x) with x not `sync` or `wmma`
 E_REGISTER = "E0215"  # @registers(t) with no `var t` in the kernel
 E_LAUNCH_NAME = "E0216"  # @launch(T) with T not an @autotune dimension
 E_STAGES = "E0217"  # @pipeline(stages = S) with S no ring depth
+E_CLUSTER = "E0218"  # @pipeline(cluster = C) with C no cluster size
 
 # SPEC.md "Attributes" and PTX's limits: .maxntid at most 1024 threads per CTA,
 # .maxnreg in 16..255 (the spec's range for max_regs).
@@ -86,6 +89,7 @@ LANES = 32  # SPEC.md "Indexing and synchronization": ctx.lanes on NVIDIA
 TENSORCORE_PATHS = ("sync", "wmma")
 FLAGS = ("pipeline", "padstage", "dynshared", "persistent")
 MAX_RING_STAGES = 8  # `@pipeline(stages = S)`: the deepest ring asked for
+MAX_CLUSTER_CTAS = 2  # `@pipeline(cluster = C)`: the CTAs of a cluster the lowering pairs
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,7 @@ class KernelAttributes:
     registers: tuple[str, ...] = ()
     pipeline: bool = False
     stages: int | str | None = None  # `@pipeline(stages = S)`: a number or an @autotune name
+    cluster_ctas: int | str | None = None  # `@pipeline(cluster = C)`: likewise
     padstage: bool = False
     dynshared: bool = False
     persistent: bool = False
@@ -158,7 +163,8 @@ class KernelAttributes:
         maps = (self.autotune, self.cluster, self.aligned)
         flags = (self.pipeline, self.padstage, self.dynshared, self.persistent)
         items = tuple(tuple(m.items()) for m in maps)
-        return hash((items, self.launch, self.tensorcore, self.registers, flags, self.stages))
+        return hash((items, self.launch, self.tensorcore, self.registers, flags, self.stages,
+                     self.cluster_ctas))  # fmt: skip
 
 
 def check_attributes(kernel: ast.Kernel) -> tuple[KernelAttributes, list[Diagnostic]]:
@@ -620,59 +626,77 @@ class _Checker:
     # -- @pipeline ----------------------------------------------------------------
 
     def pipeline(self, attr: ast.Attribute) -> None:
-        """`@pipeline`, or `@pipeline(stages = S)`: the rings' depth (ours)."""
+        """`@pipeline`, `@pipeline(stages = S)`, `@pipeline(cluster = C)` or both: the
+        rings' depth and the CTAs a cluster sharing their tiles (ours)."""
         self.out["pipeline"] = True
         at = _at("pipeline", attr.span)
         given = attr.args or ()
         if not given:
             return
-        example = f"{at[:-1]}(stages = 4)`" if not _is_py(attr.span) else f"{at[:-1]}(stages=4)`"
-        args = self.args_of(attr, ast.KeywordArg, "`stages`", example)
-        if self.too_many(at, given, 1):
+        py = _is_py(attr.span)
+        example = f"{at[:-1]}(stages=4)`" if py else f"{at[:-1]}(stages = 4)`"
+        args = self.args_of(attr, ast.KeywordArg, "`stages` and `cluster`", example)
+        if self.too_many(at, given, 2):
             return
-        if not args:
-            return
-        (arg,) = args
-        if arg.name.id != "stages":
-            self.error(
-                E_ARG_KIND,
-                f"{at} takes only `stages`",
-                arg.name.span,
-                "not an argument of it",
-                help=f"write {example}",
-            )
-            return
-        value = arg.value
-        tunable = self.out.get("autotune", {})
-        depth = f"a ring's depth is from 2 to {MAX_RING_STAGES} stages"
-        if isinstance(value, ast.Int):
-            if 2 <= value.value <= MAX_RING_STAGES:
-                self.out["stages"] = value.value
+        seen = set()
+        for arg in args:
+            name = arg.name.id
+            if name not in ("stages", "cluster") or name in seen:
+                self.error(
+                    E_ARG_KIND,
+                    f"{at} takes `stages` and `cluster`, once each"
+                    if name in seen
+                    else f"{at} takes only `stages` and `cluster`",
+                    arg.name.span,
+                    "given again" if name in seen else "not an argument of it",
+                    help=f"write {example}",
+                )
                 return
-            self.error(E_STAGES, f"{at} stages must be from 2 to {MAX_RING_STAGES}, found "
-                       f"{value.value}", value.span, "out of range", notes=[depth])  # fmt: skip
+            seen.add(name)
+            if name == "stages":
+                self._ranged(at, attr.span, arg.value, "stages", "a number of stages", E_STAGES, 2,
+                             MAX_RING_STAGES,
+                             f"a ring's depth is from 2 to {MAX_RING_STAGES} stages", example)  # fmt: skip
+            else:
+                cluster = f"{at[:-1]}(cluster=2)`" if py else f"{at[:-1]}(cluster = 2)`"
+                self._ranged(at, attr.span, arg.value, "cluster_ctas", "a cluster size", E_CLUSTER, 1,
+                             MAX_CLUSTER_CTAS, f"a cluster is 1 CTA (none) or {MAX_CLUSTER_CTAS}, "
+                             "pairing the blocks along x", cluster)  # fmt: skip
+
+    def _ranged(self, at, span, value, key, what, code, lo, hi, note, example) -> None:
+        """An argument `value` of `at` that is a number from `lo` to `hi` or an
+        `@autotune` dimension searching only such numbers: kept as `key`."""
+        tunable = self.out.get("autotune", {})
+        word = "stages" if key == "stages" else "cluster"
+        span_text = f"{lo} or {hi}" if hi == lo + 1 else f"from {lo} to {hi}"
+        if isinstance(value, ast.Int):
+            if lo <= value.value <= hi:
+                self.out[key] = value.value
+                return
+            self.error(code, f"{at} {word} must be {span_text}, found {value.value}",
+                       value.span, "out of range", notes=[note])  # fmt: skip
             return
         if isinstance(value, ast.Name) and value.id in tunable:
-            bad = [v for v in tunable[value.id] if not 2 <= v <= MAX_RING_STAGES]
+            bad = [v for v in tunable[value.id] if not lo <= v <= hi]
             if not bad:
-                self.out["stages"] = value.id
+                self.out[key] = value.id
                 return
             self.error(
-                E_STAGES,
-                f"{at} stages must be from 2 to {MAX_RING_STAGES}, but `{value.id}` searches {bad[0]}",
+                code,
+                f"{at} {word} must be {span_text}, but `{value.id}` searches {bad[0]}",
                 value.span,
                 "out of range in some variants",
-                notes=[depth],
+                notes=[note],
             )
             return
-        autotune = _at("autotune", attr.span)
+        autotune = _at("autotune", span)
         self.error(
-            E_STAGES,
-            f"`{_literal_text(value)}` is not a number of stages",
+            code,
+            f"`{_literal_text(value)}` is not {what}",
             value.span,
             "not an integer or an " + autotune + " dimension",
-            notes=[depth],
-            help=(_did_you_mean_word(value.id, tunable, attr.span) if isinstance(value, ast.Name)
+            notes=[note],
+            help=(_did_you_mean_word(value.id, tunable, value.span) if isinstance(value, ast.Name)
                   else None) or f"write {example}, or name a dimension {autotune} searches",
         )  # fmt: skip
 
@@ -774,7 +798,7 @@ class _Checker:
         self.out[name] = True
 
 
-_COUNTS = {1: "one argument", 3: "three arguments"}  # `too_many`'s words
+_COUNTS = {1: "one argument", 2: "two arguments", 3: "three arguments"}  # `too_many`'s words
 
 
 def _bound(lo: int, hi: int | None) -> str:

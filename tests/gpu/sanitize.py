@@ -14,6 +14,7 @@ shared scratch another warp is still writing. Each sanitizer must catch its bug.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -102,10 +103,16 @@ def tensor_cores() -> None:
     ch = torch.empty(256, 512, device="cuda", dtype=torch.float16)
     for tn in (128, 256):  # the epilogue by TMA stores
         hgemm_h.variant(TILE_N=tn, TILE_K=64, T=256)[(2, 512 // tn)](a, b, ch)
-    # Clusters of two (the sm_90a default) with an odd count of x blocks: the last pair's
+    # Clusters of two (PHOBOS_CLUSTER=2) with an odd count of x blocks: the last pair's
     # rank 1 loads its half of B for its peer and stores nothing.
     a3, c3 = torch.randn(384, 512, device="cuda").half(), torch.empty(384, 512, device="cuda")
-    hgemm.variant(TILE_N=256, TILE_K=64, T=256)[(3, 2)](a3, b, c3)
+    os.environ["PHOBOS_CLUSTER"] = "2"
+    try:
+        built = hgemm.variant(TILE_N=256, TILE_K=64, T=256).compile(chip="sm_90a")
+    finally:
+        del os.environ["PHOBOS_CLUSTER"]
+    assert built.lir.cluster == 2
+    GpuKernel(built.contract, built.ptx).launch((3, 2), (a3, b, c3))
     q = torch.randn(200, 64, device="cuda").half()
     k, v = (torch.randn(300, 64, device="cuda").half() for _ in range(2))
     o = torch.empty(200, 64, device="cuda")

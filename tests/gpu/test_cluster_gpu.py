@@ -4,8 +4,8 @@ f16-C example, launched as a user launches them, f16 and bf16, at ragged sizes w
 odd count of x blocks (a rank without a block of its own), on fresh random inputs with
 outputs poisoned first, against the tile interpreter and a float64 reference; grids with
 more blocks than the card holds clusters of, so each cluster walks several; and the
-same kernels with `PHOBOS_CLUSTER=1`, each CTA alone, agreeing bit for bit (the sums are
-the same products in the same order)."""
+same kernels' variants of one CTA a cluster (`@autotune(CL in [1, 2])`), each CTA alone,
+agreeing bit for bit (the sums are the same products in the same order)."""
 
 from __future__ import annotations
 
@@ -59,19 +59,21 @@ def test_a_cluster_gemm_on_the_card(form, elem, m, n, k, tmp_path):
 
 
 @pytest.mark.parametrize("form", sorted(forms.FORMS))
-def test_a_cluster_and_lone_ctas_agree_bit_for_bit(form, tmp_path, monkeypatch):
+def test_a_cluster_and_lone_ctas_agree_bit_for_bit(form, tmp_path):
+    # `@autotune(CL in [1, 2]) @pipeline(cluster = CL)`: the tuner's two variants.
+    src = forms.source(form, "f16").replace(
+        "@pipeline(cluster = 2)", "@autotune(CL in [1, 2])\n@pipeline(cluster = CL)"
+    )
+    kern = python_kernel(src, tmp_path, f"{form}_tuned")
     transposed, grid, m, n = _shapes(form, 1000, 1100, 200)
     a = operand("f16", (m, 200))
     b = operand("f16", (n, 200) if transposed else (200, n))
     results = []
-    for setting in ("2", "1"):
-        monkeypatch.setenv("PHOBOS_CLUSTER", setting)
-        folder = tmp_path / setting
-        folder.mkdir()
-        kern = python_kernel(forms.source(form, "f16"), folder, f"{form}_{setting}")
-        assert kern.compile(chip="sm_90a").lir.cluster == int(setting)
+    for cl in (2, 1):
+        variant = kern.variant(CL=cl)
+        assert variant.compile(chip="sm_90a").lir.cluster == cl
         c = nan(m, n)
-        kern[grid](a[1], b[1], c[1])
+        variant[grid](a[1], b[1], c[1])
         torch.cuda.synchronize()
         results.append(c[1].cpu().numpy())
     close(results[0], None, 0, 0)
@@ -79,17 +81,22 @@ def test_a_cluster_and_lone_ctas_agree_bit_for_bit(form, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("m, n, k", [(384, 512, 640), (2048, 1536, 192)])
-def test_the_f16_c_example_in_clusters_on_the_card(m, n, k):
+def test_the_f16_c_example_in_clusters_on_the_card(m, n, k, monkeypatch):
     # examples/hgemm.py's hgemm_h (@aligned): its f16 C stored by TMA through the free
     # stages; 3 x 2 blocks (a rank alone in the last pair), then 16 x 6.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from examples.hgemm import hgemm_h
 
+    monkeypatch.setenv("PHOBOS_CLUSTER", "2")  # the example asks for none
     kern = hgemm_h.variant(TILE_N=256, TILE_K=64, T=256)
+    kern._gpu.clear()  # compiled under the switch
     assert kern.compile(chip="sm_90a").lir.cluster == 2
     a, b = operand("f16", (m, k)), operand("f16", (k, n))
     c = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
-    kern[(m // 128, n // 256)](a[1], b[1], c)
-    torch.cuda.synchronize()
+    try:
+        kern[(m // 128, n // 256)](a[1], b[1], c)
+        torch.cuda.synchronize()
+    finally:
+        kern._gpu.clear()  # later tests launch the example as it asks
     got = c.float().cpu().numpy()
     close(got, a[0].astype(np.float64) @ b[0].astype(np.float64), 2e-3, 2e-3)

@@ -22,6 +22,7 @@ WIDE = """
 @tensorcore
 @launch(256)
 @dynshared
+@pipeline(cluster = 2)
 kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[K, N], C: tensor<f32>[M, N]) {
   let pm = ctx.block.x
   let pn = ctx.block.y
@@ -38,24 +39,28 @@ kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[K, N], C: tensor<f32>[M, N]) {
 // CHECK: tmap B_tmap1 = B ELEM [K, N] box=[64, 64] swizzle=128B
 // CHECK: sreg.cluster_ctarank
 // CHECK: fence_mbarrier_init
-// CHECK: cluster_arrive
+// CHECK: cluster_arrive  [relaxed=1]
 // CHECK: cluster_wait
 // CHECK: , 49152:u32
 // CHECK: tma_load %stage
 // CHECK-NOT: 3:u16
 // CHECK-COUNT-2: , 3:u16
 // CHECK: for %kt
-// CHECK: cluster_arrive
+// CHECK: cluster_arrive  [relaxed=1]
 // CHECK: cluster_wait
 // CHECK-NOT: bar 0:u32
 // CHECK: mbarrier_try_wait_parity
 // CHECK: {{loop end}}
 // CHECK: cluster_arrive
 // CHECK: cluster_wait
+// CHECK: {{loop end}}
+// CHECK: cluster_arrive
+// CHECK: cluster_wait
 // PTX: .reqnctapercluster 2, 1, 1
-// PTX: barrier.cluster.arrive.aligned
+// PTX: barrier.cluster.arrive.relaxed.aligned
 // PTX: barrier.cluster.wait.aligned
 // PTX: .multicast::cluster
+// PTX: barrier.cluster.arrive.aligned
 """
 
 # `dot_t`: B's [64, 32] slice is one 64-byte panel, split in two boxes of 32 rows.
@@ -63,6 +68,7 @@ THIN = """
 @tensorcore
 @launch(256)
 @dynshared
+@pipeline(cluster = 2)
 kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[N, K], C: tensor<f32>[M, N]) {
   let pm = ctx.block.x
   let pn = ctx.block.y
@@ -78,7 +84,7 @@ kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[N, K], C: tensor<f32>[M, N]) {
 // CHECK: tmap A_tmap0 = A ELEM [M, K] box=[128, 32] swizzle=64B
 // CHECK: tmap B_tmap1 = B ELEM [N, K] box=[32, 32] swizzle=64B
 // CHECK: for %kt
-// CHECK: cluster_arrive
+// CHECK: cluster_arrive  [relaxed=1]
 // CHECK: , 3:u16
 // CHECK: {{loop end}}
 // PTX: .multicast::cluster
@@ -89,6 +95,7 @@ TURNED = """
 @tensorcore
 @launch(256)
 @dynshared
+@pipeline(cluster = 2)
 kernel k(A: tensor<ELEM>[M, K], B: tensor<ELEM>[K, N], C: tensor<f32>[M, N]) {
   let pn = ctx.block.x
   let pm = ctx.block.y
@@ -126,11 +133,12 @@ def test_the_cluster_shares_a_tile_by_multicast(form, elem):
     shared = [i for i in loads if len(i.srcs) == 6]
     assert shared and len(shared) < len(loads)  # one tile multicast, the other not
     # No CTA barrier is left in the ring: every one of them is the cluster's, its arrive
-    # and wait side by side.
+    # and wait side by side; relaxed but for the last, at the end.
     lines = [line.strip() for line in text(k).splitlines()]
-    arrives = [i for i, line in enumerate(lines) if line == "cluster_arrive"]
+    arrives = [i for i, line in enumerate(lines) if line.startswith("cluster_arrive")]
     assert len(arrives) >= 4 and all(lines[i + 1] == "cluster_wait" for i in arrives)
     assert len(ops(k, "cluster_wait")) == len(arrives)
+    assert [i.attr("relaxed") for i in ops(k, "cluster_arrive")].count(None) == 1
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))
@@ -160,8 +168,9 @@ def test_a_cluster_agrees_with_the_tile_interpreter(form, elem, m, n, kk):
     np.testing.assert_allclose(got["C"], ref, rtol=1e-4, atol=1e-4)
 
 
-def test_the_f16_result_stored_by_tma_runs_in_a_cluster():
+def test_the_f16_result_stored_by_tma_runs_in_a_cluster(monkeypatch):
     # examples/hgemm.py's hgemm_h: an f16 C left by TMA stores through the free stages.
+    monkeypatch.setenv("PHOBOS_CLUSTER", "2")
     import sys
     from pathlib import Path
 
@@ -179,13 +188,35 @@ def test_the_f16_result_stored_by_tma_runs_in_a_cluster():
     agree(got, want, rtol=2e-3, atol=2e-3)
 
 
-def test_phobos_cluster_1_runs_without_one(monkeypatch, caplog):
-    monkeypatch.setenv("PHOBOS_CLUSTER", "1")
+def test_a_kernel_that_asks_for_none_runs_without_one(caplog):
+    src = source("wide", "f16").replace("@pipeline(cluster = 2)\n", "")
     with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
-        _, k = lowered(source("wide", "f16"), chip="sm_90a")
+        _, k = lowered(src, chip="sm_90a")
     assert k.cluster == 1 and not ops(k, "cluster_arrive")
     assert all(len(i.srcs) == 5 for i in ops(k, "tma_load"))
-    assert "no clusters: PHOBOS_CLUSTER=1" in caplog.text
+    assert "no clusters: none asked" in caplog.text
+
+
+@pytest.mark.parametrize("asked, cluster", [("2", 2), ("1", 1), ("7", 2), ("x", 1)])
+def test_phobos_cluster_asks_where_the_kernel_does_not(asked, cluster, monkeypatch):
+    monkeypatch.setenv("PHOBOS_CLUSTER", asked)  # at most 2; not a number: unset
+    _, k = lowered(source("wide", "f16").replace("@pipeline(cluster = 2)\n", ""), chip="sm_90a")
+    assert k.cluster == cluster
+
+
+def test_the_attribute_wins_over_phobos_cluster(monkeypatch):
+    monkeypatch.setenv("PHOBOS_CLUSTER", "1")
+    _, k = lowered(source("wide", "f16"), chip="sm_90a")
+    assert k.cluster == 2
+
+
+@pytest.mark.parametrize("c", [1, 2])
+def test_the_cluster_size_is_searched_by_autotune(c):
+    src = source("wide", "f16").replace("@pipeline(cluster = 2)", "@autotune(CL in [1, 2])\n"
+                                         "@pipeline(stages = 3, cluster = CL)")  # fmt: skip
+    _, k = lowered(src, chip="sm_90a", variant={"CL": c})
+    assert k.cluster == c
+    assert len(ops(k, "mbarrier_init")) == 3  # both arguments read
 
 
 def test_bounds_that_depend_on_the_x_block_keep_the_ctas_apart(caplog):

@@ -34,6 +34,8 @@ CLUSTER = kernel(
     inst("mov", (mask,), (Imm(3, "u16"),), type="u16"),
     inst("cluster_arrive"),
     inst("cluster_wait"),
+    inst("cluster_arrive", relaxed=1),
+    inst("cluster_wait"),
     inst("tma_load", (), (s, m, Imm(0, "s32"), Imm(8, "s32"), bar, Imm(3, "u16"))),
     inst("tma_load", (), (s, m, Imm(0, "s32"), Imm(0, "s32"), bar, mask)),
 )
@@ -50,6 +52,8 @@ def test_the_ptx_text():
     assert "mov.u32 %r0, %clusterid.x" in text and "mov.u32 %r0, %nclusterid.x" in text
     at = text.index("barrier.cluster.arrive.aligned")
     assert text[at + 1] == "barrier.cluster.wait.aligned"
+    assert text[at + 2] == "barrier.cluster.arrive.relaxed.aligned"
+    assert text[at + 3] == "barrier.cluster.wait.aligned"
     loads = [line for line in text if "tensor" in line]
     head = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
             ".multicast::cluster [%r")  # fmt: skip
@@ -104,6 +108,13 @@ def test_the_cluster_ops_need_a_kernel_of_clusters(item, message):
 def test_a_bad_multicast_mask_is_refused(mask, message):
     with pytest.raises(LirError, match=message):
         kernel(inst("tma_load", (), (s, m, Imm(0, "s32"), Imm(0, "s32"), bar, mask)))
+
+
+@pytest.mark.parametrize("item", [inst("cluster_arrive", relaxed=2),
+                                  inst("cluster_wait", relaxed=1)], ids=["two", "wait"])  # fmt: skip
+def test_relaxed_is_an_arrives_0_or_1(item):
+    with pytest.raises(LirError, match=r"`relaxed`"):
+        kernel(item)
 
 
 def test_the_cluster_barrier_takes_no_guard():

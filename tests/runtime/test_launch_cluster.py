@@ -276,7 +276,8 @@ def test_a_grid_of_part_clusters_is_the_drivers_error(driver):
 # The sm_90a GEMM whose CTAs pair into clusters, through the whole pipeline
 
 
-def test_the_paired_gemm_launches_in_clusters(driver):
+def test_the_paired_gemm_launches_in_clusters(driver, monkeypatch):
+    monkeypatch.setenv("PHOBOS_CLUSTER", "2")  # asked for: none by default
     k = gemm.variant()
     k._gpu.clear()
     a, b, c = arrays(200, 136, 200)
@@ -294,8 +295,10 @@ def test_the_paired_gemm_launches_in_clusters(driver):
     assert counts == [9, 2, 1]  # after A, B, C and M, K, N: the grid's own counts
 
 
-def test_phobos_cluster_1_gives_the_gemm_without_clusters(driver, monkeypatch):
-    monkeypatch.setenv("PHOBOS_CLUSTER", "1")
+@pytest.mark.parametrize("asked", [None, "1"])
+def test_by_default_or_phobos_cluster_1_the_gemm_runs_without_clusters(driver, monkeypatch, asked):
+    if asked:
+        monkeypatch.setenv("PHOBOS_CLUSTER", asked)
     k = gemm.variant()
     k._gpu.clear()
     k[(3, 2)](*arrays(200, 136, 200))

@@ -510,6 +510,12 @@ CASES = {
         "@pipeline(stages = 1)  // <-\nkernel k() { }",
         "@ph.pipeline(stages=1)  # <-\ndef k():\n    pass",
     ),
+    "pipeline_cluster": (
+        "E0218",
+        "cluster must be 1 or 2, found 4",
+        "@pipeline(cluster = 4)  // <-\nkernel k() { }",
+        "@ph.pipeline(cluster=4)  # <-\ndef k():\n    pass",
+    ),
 }
 
 PARAMS = [
@@ -537,7 +543,7 @@ def test_refused(code, fragment, spelling, text):
 
 def test_every_code_is_explained():
     used = {code for code, *_ in CASES.values()}
-    assert used == {f"E02{n:02d}" for n in range(18)}
+    assert used == {f"E02{n:02d}" for n in range(19)}
     assert used <= set(codes.known_codes())
 
 
