@@ -180,8 +180,9 @@ class WgmmaOps:
         return a
 
     def do_wgmma_mma(self, i: lir.Inst, mask) -> None:
+        half = i.attr("type") == "f16"  # f16 sums: two elements a b32 register
         n = len(i.dests)
-        N = 2 * n
+        N = 4 * n if half else 2 * n
         elem = i.attr("from_type")
         regs_a = len(i.srcs) == 6 + n
         for g in self._warpgroups(i, mask):
@@ -204,13 +205,27 @@ class WgmmaOps:
             b = self._operand(i, bword, i.attr("major_b", "K"), N, elem, threads)
             scale = bool(self._uniform(i, i.srcs[5 if regs_a else 2], threads, "pred", "scales"))
             d = a @ b.T  # (64, N): B is gathered (n, k)
-            places = [[acc_place(t, r, N) for r in range(n)] for t in range(WARPGROUP)]
+            places = [[acc_place(t, r, N) for r in range(N // 2)] for t in range(WARPGROUP)]
             rows = np.array([[p[0] for p in ps] for ps in places])
             cols = np.array([[p[1] for p in ps] for ps in places])
-            acc = np.stack([self.reg(dst)[threads] for dst in i.dests], axis=1).astype(np.float64)
+            if half:  # the f32 accumulator's element order, two a word, the even one low
+                words = np.stack([self.reg(dst)[threads] for dst in i.dests], axis=1)
+                words = words.astype(np.uint32)
+                parts = [(words >> np.uint32(16 * h)) & np.uint32(0xFFFF) for h in (0, 1)]
+                pairs = np.stack(parts, axis=2).astype(np.uint16).view(np.float16)
+                acc = pairs.reshape(WARPGROUP, N // 2).astype(np.float64)
+            else:
+                acc = np.stack([self.reg(dst)[threads] for dst in i.dests], axis=1)
+                acc = acc.astype(np.float64)
+            # The products of a k step summed exactly (as f64 here), then added to the
+            # accumulator and rounded once to its type: the ISA fixes no finer order.
             out = d[rows, cols] + (acc if scale else 0.0)
+            if half:
+                h = out.astype(np.float16).view(np.uint16).astype(np.uint32)
+                h = h.reshape(WARPGROUP, n, 2)
+                out = h[:, :, 0] | (h[:, :, 1] << np.uint32(16))
             for r, dst in enumerate(i.dests):
-                self.reg(dst)[threads] = out[:, r].astype(np.float32)
+                self.reg(dst)[threads] = out[:, r].astype(np.float32 if not half else np.uint32)
                 self.in_flight[dst.name] = g
                 state.open.add(dst.name)
 

@@ -171,7 +171,8 @@ TENSOR = {"ldmatrix", "mma", "wmma_load", "wmma_mma", "wmma_store"}
 # from_type=f16, major_a=K, major_b=MN]` adds A (64 x 16, named by a u64 shared-memory
 # descriptor, or four b32 registers in its place) times B (16 x N, a descriptor) to the
 # accumulator `%d..` (N / 2 f32 registers, both the sources after `%scale` and the
-# destinations: one register list in PTX), or writes the product alone where the pred
+# destinations: one register list in PTX; with `type=f16`, f16 products summed in f16,
+# N / 4 b32 registers each holding two f16 elements of adjacent columns, the even low), or writes the product alone where the pred
 # `%scale` is false; it runs asynchronously. `wgmma_fence` orders earlier register
 # accesses before it, `wgmma_commit` closes the warpgroup's open wgmma into a group,
 # `wgmma_wait  [pending=N]` waits until at most N groups are in flight.

@@ -83,6 +83,7 @@ class Tile:
     stages: int = 1  # buffers of `nbytes` each: 2 to `MAX_STAGES` for a loop's cp.async ring
     tma: bool = False  # its ring's stages are written by TMA loads (`phobos.lower.tma`)
     base: object = None  # while a ring turns: the register holding this turn's stage
+    words: list | None = None  # an f16 wgmma accumulator's b32 pairs, while a ring turns
 
     @property
     def size(self) -> int:
@@ -996,8 +997,9 @@ class _Planner:
                     lay = MmaAcc(tuple(shape), self.lw.threads, self.lw.threads // 32, 1)
                     for e, _, _ in mine:
                         ab = self.tiles[e.args[0].sym][1]
+                        sums = ".f16" if elem_of(e.type) == "f16" else ""
                         self.paths[e.label] = (
-                            f"wgmma.m64n{shape[1]}k16.{ab}",
+                            f"wgmma.m64n{shape[1]}k16.{ab}{sums}",
                             f"{self.lw.threads // 128} warpgroups of 64x{shape[1]}, operands "
                             "from swizzled shared memory",
                         )
@@ -1006,6 +1008,13 @@ class _Planner:
                 if self.lw.chip == "sm_90a":
                     why = next(w for w in on_wgmma.values() if w)
                     log.debug("not on wgmma: %s; on mma.sync", why)
+                # f16 sums (`acc += dot(..)` into an f16 tile, ours) run on wgmma alone.
+                for e, _, _ in mine:
+                    if elem_of(e.type) == "f16":
+                        why = on_wgmma[e.label] if self.lw.chip == "sm_90a" else (
+                            f"wgmma needs sm_90a, not {self.lw.chip}")  # fmt: skip
+                        refusals[e.label] = (f"an f16 accumulator runs on wgmma only, and here "
+                                             f"{why}")  # fmt: skip
             if not any(refusals.values()):
                 shape = self.tiles[root][0]
                 # A row reduction of the accumulator folds within a warp's rows.
@@ -1056,7 +1065,8 @@ class _Planner:
         a, b = (self.tiles.get(x.sym) for x in e.args)
         ab = a[1] if a else "?"
         out = elem_of(e.type)
-        if not (a and b and ab in ("f16", "bf16") and b[1] == ab and out == "f32"):
+        into = ("f32", "f16") if ab == "f16" else ("f32",)  # f16 sums: wgmma's (`tensor_cores`)
+        if not (a and b and ab in ("f16", "bf16") and b[1] == ab and out in into):
             return f"operands of `{ab}` into `{out}` (mma.sync takes f16 or bf16 into f32)"
         (m, k), n = a[0], b[0][0] if e.name == "dot_t" else b[0][1]
         return _fragment_refusal(m, n, k, varying)
@@ -1297,12 +1307,12 @@ _PATH_NAMES = {
 def path_name(path: str) -> str:
     """How the log names a product's path (`wgmma.m64n256k16.f16` is named by its form).
 
-    >>> path_name("wgmma.m64n128k16.bf16"), path_name("fma")
-    ('wgmma m64n128k16 bf16 -> f32', 'FMA')
+    >>> path_name("wgmma.m64n128k16.bf16"), path_name("wgmma.m64n64k16.f16.f16")
+    ('wgmma m64n128k16 bf16 -> f32', 'wgmma m64n64k16 f16 -> f16')
     """
     if path.startswith("wgmma."):
-        _, shape, ab = path.split(".")
-        return f"wgmma {shape} {ab} -> f32"
+        _, shape, ab, *acc = path.split(".")  # `.f16` last: summed in f16 (ours)
+        return f"wgmma {shape} {ab} -> {acc[0] if acc else 'f32'}"
     return _PATH_NAMES[path]
 
 

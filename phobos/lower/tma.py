@@ -173,6 +173,17 @@ class TmaRing:
         self.lo = lo
         lw.wgmma_pending = self.lag - 1
         lw.async_written = {tile.buffer.name for _, tile in self.staged}
+        # An f16 accumulator's b32 pairs stay wgmma's through the loop, a group in flight
+        # from one turn into the next: packed once here, unpacked after the last wait.
+        self.words = []
+        if self.lag == 2:
+            from phobos.lower.wgmma import pack
+
+            for st in self.loop.body.stmts:
+                tile = lw.tiles.get(getattr(getattr(st, "target", None), "sym", None))
+                if self._summed(st) and tile is not None and tile.elem == "f16":
+                    tile.words = pack(lw.b, [r for group in tile.regs for r in group])
+                    self.words.append(tile)
         for _, tile in self.staged:
             log.debug("`%s`: `%s` staged by a %d-stage TMA ring (%d bytes a stage), wgmma "
                       "%s", lw.k.name, tile.sym.name, self.stages, tile.nbytes,
@@ -272,6 +283,7 @@ class TmaRing:
         if not self.specialized:
             if self.lag == 2:
                 b.emit("wgmma_wait", pending=0)
+                self._unpack()
             return
         loop = b.stack[-1].pop()
         with b.region() as consumer:
@@ -280,6 +292,7 @@ class TmaRing:
             b.add(loop)
             if self.lag == 2:
                 b.emit("wgmma_wait", pending=0)
+                self._unpack()
         with b.region() as producer:
             if REGS is not None:
                 b.emit("setmaxnreg", action="dec", regs=REGS[0])
@@ -287,6 +300,14 @@ class TmaRing:
         b.add(If(self.lw.consumers(), consumer.block, producer.block, span=b.span))
         log.debug("`%s`: a producer warpgroup issues the TMA ring's loads (%d threads a CTA)",
                   self.lw.k.name, self.lw.launch_threads)  # fmt: skip
+
+    def _unpack(self) -> None:
+        """The f16 accumulators' elements back from their pairs (`enter`)."""
+        from phobos.lower.wgmma import unpack
+
+        for tile in self.words:
+            unpack(self.lw.b, tile.words, [r for group in tile.regs for r in group])
+            tile.words = None
 
     def _producer(self) -> None:
         """The producer warpgroup's loop, in its first thread: each turn waits until the

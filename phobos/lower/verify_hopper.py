@@ -18,7 +18,7 @@ immediate naming only ranks below the cluster's size. `cluster_arrive` (`relaxed
 `setmaxnreg` has `action` inc or dec and `regs` a multiple of 8 from 24 to 256, no
 operand and no guard. Integer sources are 32-bit (`u32`, `s32`, `b32`).
 `wgmma_mma` has shape `m64nNk16` (N a multiple of 8 to 256), f16 or bf16 into f32,
-writes N / 2 f32 registers and reads A (a u64 descriptor, or four b32 registers), B's
+writes N / 2 f32 registers (f16 into f16: N / 4 b32 registers, two elements each) and reads A (a u64 descriptor, or four b32 registers), B's
 u64 descriptor, a pred scale and those same registers in order; `major_a` (for a
 descriptor A) and `major_b` are K or MN. `wgmma_fence`, `wgmma_commit` and `wgmma_wait`
 (`pending` 0 to 7) take no operand; none of the four takes a guard (a warpgroup runs
@@ -253,18 +253,21 @@ def _wgmma_shape(v, i: lir.Inst) -> int:
         shape.endswith("k16") and shape[4:-3].isdigit() else 0  # fmt: skip
     if n not in SHAPES_N:
         v.fail(f"`wgmma_mma` has shape m64nNk16 with N a multiple of 8 up to 256, not {shape!r}", i)
-    if i.attr("type") != "f32" or i.attr("from_type") not in ("f16", "bf16"):
-        v.fail(f"`wgmma_mma` sums f16 or bf16 products in f32, not {i.attr('from_type')!r} "
-               f"into {i.attr('type')!r}", i)  # fmt: skip
+    pair = (i.attr("from_type"), i.attr("type"))
+    if pair not in (("f16", "f32"), ("bf16", "f32"), ("f16", "f16")):
+        v.fail(f"`wgmma_mma` sums f16 or bf16 products in f32, or f16 ones in f16, not "
+               f"{pair[0]!r} into {pair[1]!r}", i)  # fmt: skip
     return n
 
 
 def _wgmma_mma(v, i: lir.Inst) -> None:
     _collective(v, i)
     n = _wgmma_shape(v, i)
-    acc = n // 2
-    if len(i.dests) != acc or any(d.type != "f32" for d in i.dests):
-        v.fail(f"`wgmma_mma` {i.attr('shape')} writes {acc} f32 registers a thread", i)
+    # f32: a register an element; f16: two elements a b32 register, the even column low
+    acc, word = (n // 2, "f32") if i.attr("type") == "f32" else (n // 4, "b32")
+    if len(i.dests) != acc or any(d.type != word for d in i.dests):
+        v.fail(f"`wgmma_mma` {i.attr('shape')} into {i.attr('type')} writes {acc} {word} "
+               "registers a thread", i)  # fmt: skip
     regs_a = len(i.srcs) == 6 + acc
     if len(i.srcs) != (6 if regs_a else 3) + acc:
         v.fail(f"`wgmma_mma` takes A (a descriptor or 4 b32 registers), B's descriptor, the "

@@ -43,7 +43,7 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     tile = lw.tiles.get(getattr(target, "sym", None))
     if tile is None or tile.mma is None or op not in ("=", "+=", "-="):
         raise NotLowered(f"`{e.name}` on wgmma into this target", s.span)
-    _, shape, ab = path.split(".")
+    _, shape, ab, *_ = path.split(".")
     transposed = e.name == "dot_t"
     K = a.shape[1]
     lw.tracker.statement([(a.buffer, "read", None), (bt.buffer, "read", None)])
@@ -56,12 +56,19 @@ def product(lw, s, target, op: str, e, path: str) -> None:
         b.emit("bar", (), lw.barrier_srcs())
     span = s.span
     line = span.source.line_col(span.start)[0] if span is not None else "?"
-    log.debug("`%s` line %s: `%s` on wgmma %s %s -> f32: %d warpgroups, K = %d, operands "
-              "from swizzled shared memory", lw.k.name, line, e.name, shape, ab,
+    log.debug("`%s` line %s: `%s` on wgmma %s %s -> %s: %d warpgroups, K = %d, operands "
+              "from swizzled shared memory", lw.k.name, line, e.name, shape, ab, tile.elem,
               lw.threads // 128, K)  # fmt: skip
     regs = [r for group in tile.regs for r in group]
     acc = regs
-    if op == "-=":  # the product into registers of its own, then subtracted
+    half = tile.elem == "f16"  # f16 sums: wgmma's accumulator is b32 pairs of the elements
+    if half and op == "-=":
+        raise NotLowered("an f16 accumulator's `-=` on wgmma", s.span)
+    if half:
+        # Packed for the statement, or, in a TMA ring's loop, once around the loop
+        # (`phobos.lower.tma`: the group stays in flight into the next turn).
+        acc = tile.words if tile.words is not None else pack(b, regs)
+    elif op == "-=":  # the product into registers of its own, then subtracted
         acc = [b.copy(Imm(0.0, "f32"), "f32", hint="sum") for _ in regs]
     yes, no = _preds(lw)
     group = b.once(("wgmma.group",), lambda: b.op("shr", "u32", lw.sreg("tid.x"), Imm(7, "u32"),
@@ -77,15 +84,36 @@ def product(lw, s, target, op: str, e, path: str) -> None:
         else:
             db = _desc(lw, bt, _mn_major_start(bt, kk), mn=True)
         scale = no if kk == 0 and op != "+=" else yes
-        b.emit("wgmma_mma", tuple(acc), (da, db, scale, *acc), shape=shape, type="f32",
-               from_type=ab, major_a="K", major_b="K" if transposed else "MN")  # fmt: skip
+        b.emit("wgmma_mma", tuple(acc), (da, db, scale, *acc), shape=shape,
+               type="f16" if half else "f32", from_type=ab, major_a="K",
+               major_b="K" if transposed else "MN")  # fmt: skip
     b.emit("wgmma_commit")
     # A TMA ring whose turns only stage and sum may leave this group in flight through
     # the next turn's barrier (`phobos.lower.tma`); it waits for the last after its loop.
-    b.emit("wgmma_wait", pending=lw.wgmma_pending if op == "+=" else 0)
+    carried = op == "+=" and (not half or tile.words is not None)
+    b.emit("wgmma_wait", pending=lw.wgmma_pending if carried else 0)
+    if half and tile.words is None:
+        unpack(b, acc, regs)
     if op == "-=":
         for r, x in zip(regs, acc, strict=True):
             b.mov(r, scalars.binary(b, "-", r, x, "f32"), "f32")
+
+
+def pack(b, regs) -> list[Reg]:
+    """An f16 accumulator's element registers (the f32 layout's order) as wgmma's b32
+    words: elements 2w and 2w + 1, adjacent columns of a row, in word w, the even low."""
+    words = []
+    for lo, hi in zip(regs[0::2], regs[1::2], strict=True):
+        w = b.reg("b32", "acc2")
+        b.emit("mov", (w,), (lo, hi), type="b32")
+        words.append(w)
+    return words
+
+
+def unpack(b, words, regs) -> None:
+    """`pack`'s inverse, once wgmma is done with the words."""
+    for w, lo, hi in zip(words, regs[0::2], regs[1::2], strict=True):
+        b.emit("mov", (lo, hi), (w,), type="b32")
 
 
 def _operand(lw, x):

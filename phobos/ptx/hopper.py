@@ -252,7 +252,7 @@ def _wgmma_mma(e: Emitter, i: lir.Inst) -> str:
     regs_a = len(i.srcs) == 6 + n
     if len(i.srcs) != (6 if regs_a else 3) + n or tuple(i.srcs[-n:]) != tuple(i.dests):
         e.fail(i, "reads A, B's descriptor, the scale and its own accumulator registers")
-    d = _regs(e, i, i.dests, n, ("f32",), "D")
+    d = _regs(e, i, i.dests, n, ("f32",) if acc == "f32" else ("b32",), "D")
     a = _regs(e, i, i.srcs[:4], 4, ("b32",), "A") if regs_a else e.name(i.srcs[0])
     bdesc, scale = i.srcs[4 if regs_a else 1], i.srcs[5 if regs_a else 2]
     if not isinstance(scale, lir.Reg) or scale.type != "pred":

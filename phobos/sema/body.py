@@ -63,6 +63,7 @@ class KernelChecker(UniformityMixin):
         self.fn_stack: list[tuple[str, ast.Call]] = []
         self.frames: list[dict] = [{"loops": 0, "fn": None}]
         self.tile_target: tuple | None = None  # dims of the tile being assigned
+        self.accumulating = None  # the `dot` call of `acc += dot(..)` into an f16 tile
         self.python = is_python(kernel)
         self.checked_uses: set[str] = set()
         self.dyn: dict[str, hir.Sym] = {}
@@ -494,10 +495,17 @@ class KernelChecker(UniformityMixin):
         tile = is_shaped(ttype)
         saved = self.tile_target
         self.tile_target = ttype.dims if tile else None
+        # `acc += dot(a, b)` into an f16 tile: under @tensorcore the product accumulates in
+        # f16 (ours; `phobos.sema.builtins`), where it would otherwise be an f32 value.
+        call = s.value if isinstance(s.value, ast.Call) else None
+        if (s.op == "+=" and tile and elem(ttype).name == "f16" and call is not None
+                and isinstance(call.func, ast.Name) and call.func.id in ("dot", "dot_t")):  # fmt: skip
+            self.accumulating = s.value
         try:
             value = self.expr(s.value, scope)
         finally:
             self.tile_target = saved
+            self.accumulating = None
         if value.type == ERR or ttype == ERR:
             raise Bail
         if s.op != "=":

@@ -330,6 +330,8 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
                 _bad(ck, name, call, "of `i8` operands is `dot_t`")
         elif ea.name in ("f16", "bf16"):  # bf16: ours, beyond SPEC.md's table
             acc = S("f32") if ck.setup.tensorcore else S(ea.name)
+            if ea.name == "f16" and getattr(ck, "accumulating", None) is call:
+                acc = S("f16")  # `acc += dot(..)` into an f16 tile accumulates in f16 (ours)
         elif ea.name in ("f32",):
             acc = S("f32")
         else:

@@ -144,3 +144,23 @@ def test_a_ring_as_deep_as_pipeline_stages_asks_on_the_card(stages, tmp_path):
     close(got["C"], out(want, "C"), 1e-3, 1e-3)
     mbarriers = kern.compile(chip="sm_90a").ptx.count("mbarrier.init")
     assert mbarriers == min(stages, 7)
+
+
+@pytest.mark.parametrize("ct", ["f32", "f16"])
+@pytest.mark.parametrize("m, n, k", [(300, 264, 200), (2000, 1300, 136)])
+def test_an_epilogue_reading_c_on_the_card(ct, m, n, k, tmp_path):
+    # `C = alpha * acc + beta * C` after the walked loop (tests/lower/test_lower_walk.py);
+    # C's old values are the input, so an element left unwritten keeps one and shows.
+    import test_lower_walk as walks
+
+    kern = python_kernel(walks.epilogue(ct), tmp_path, f"blend_{ct}")
+    a, b = operand("f16", (m, k)), operand("f16", (k, n))
+    dtype = torch.float32 if ct == "f32" else torch.float16
+    old = torch.randn(m, n, device="cuda").to(dtype)
+    c = old.clone()
+    kern[(-(-m // 128), -(-n // 128))](a[1], b[1], c, 1.5, -0.5)
+    torch.cuda.synchronize()
+    ref = 1.5 * (a[0].astype(np.float64) @ b[0].astype(np.float64))
+    ref -= 0.5 * old.double().cpu().numpy()
+    tol = 1e-3 if ct == "f32" else 2e-3
+    close(c.float().cpu().numpy(), ref, tol, tol)

@@ -156,3 +156,43 @@ def test_the_hgemm_example_walks_without_a_spill():
     built = hgemm.variant(TILE_N=256, TILE_K=64, T=256).compile(chip="sm_90a")
     assert built.lir.walk and ".local" not in built.ptx
     ptxas_clean(built.lir, "sm_90a")
+
+
+# The epilogue reads C: `alpha * acc + beta * C`, in f32, or rounded into an f16 C (which
+# leaves from registers: the TMA store takes a bare conversion of the accumulator).
+EPILOGUE = GEMM.replace(
+    "C: tensor<f32>[M, N])", "C: tensor<CT>[M, N], alpha: f32, beta: f32)"
+).replace(
+    "  C[pm * 128 :+ 128, pn * 128 :+ 128] = acc\n",
+    "  C[pm * 128 :+ 128, pn * 128 :+ 128] = "
+    "WRAP(alpha * acc + beta * READ(C[pm * 128 :+ 128, pn * 128 :+ 128]))\n",
+)
+
+
+def epilogue(ct: str) -> str:
+    src = EPILOGUE.replace("CT", ct)
+    if ct == "f32":
+        return src.replace("WRAP(", "(").replace("READ(", "(")
+    return src.replace("WRAP(", "f16(").replace("READ(", "f32(")
+
+
+@pytest.mark.parametrize("ct", ["f32", "f16"])
+@pytest.mark.parametrize("m, n, kk", [(200, 136, 200), (300, 264, 72)])
+def test_an_epilogue_reading_c_is_fused_after_the_walked_loop(ct, m, n, kk):
+    # `C = alpha * acc + beta * C` (the C read and the sum in the epilogue), poisoned
+    # nowhere: C's old values are inputs, so every element must be the blend.
+    hk, k = lowered(epilogue(ct), chip="sm_90a")
+    assert k.walk and ops(k, "wgmma_mma") and ops(k, "tma_load") and not ops(k, "tma_store")
+    assert ops(k, "ld", space="global")  # C's old values, read in the epilogue
+    ptxas_clean(k, "sm_90a")
+    A, B = inputs("f16", (m, kk)), inputs("f16", (kk, n))
+    old = np.random.default_rng(7).standard_normal((m, n)).astype(np.float32)
+    if ct == "f16":
+        old = old.astype(np.float16)
+    blocks = (-(-m // 128), -(-n // 128))
+    arrays = {"A": A, "B": B, "C": (old.copy(), old.copy())}
+    want, got = run(hk, k, blocks, arrays, {"alpha": 1.5, "beta": -0.5})
+    tol = 1e-4 if ct == "f32" else 2e-3
+    agree(got, want, rtol=tol, atol=tol)
+    ref = 1.5 * (A[0].astype(np.float64) @ B[0].astype(np.float64)) - 0.5 * old
+    np.testing.assert_allclose(got["C"].astype(np.float64), ref, rtol=tol, atol=tol)
