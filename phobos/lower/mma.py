@@ -63,11 +63,20 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     """Lower `target op e` on mma.sync: `e` a `dot` or `dot_t` of two shared f16 or bf16
     tiles (`path` "mma.m16n8k16.f16" or ".bf16"), or a `dot_t` of two i8 tiles
     ("mma.m16n8k32.s8"), `target` a register tile in the `MmaAcc` layout."""
-    a, bt = (_operand(lw, x) for x in e.args)
+    a = lw.tiles.get(getattr(e.args[0], "sym", None))
+    in_regs = a is not None and a.place == "registers"  # `placement.register_a_refusal`
+    if not in_regs:
+        a = _operand(lw, e.args[0])
+    bt = _operand(lw, e.args[1])
     tile = lw.tiles.get(getattr(target, "sym", None))
     if tile is None or tile.mma is None or op not in ("=", "+=", "-="):
         raise NotLowered(f"`{e.name}` on mma.sync into this target", s.span)
     lay = tile.layout(lw.threads)
+    if in_regs:
+        a_lay = a.layout(lw.threads)
+        if not (a.mma and a_lay.warps_n == 1 == lay.warps_n and a_lay.warps_m == lay.warps_m):
+            raise NotLowered(f"`{e.name}`'s A in registers of another layout", s.span)
+        a_regs = [r for group in a.regs for r in group]
     transposed = e.name == "dot_t"
     _, shape, ab = path.split(".")
     acc_t, sum_t = ("s32", "i32") if ab == "s8" else ("f32", "f32")
@@ -75,12 +84,14 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     kstep = form.a.cols  # 16 for m16n8k16, 32 for m16n8k32
     zero = Imm(0, acc_t) if acc_t == "s32" else Imm(0.0, acc_t)
     K = a.shape[1]
-    lw.tracker.statement([(a.buffer, "read", None), (bt.buffer, "read", None)])
+    lw.tracker.statement(([] if in_regs else [(a.buffer, "read", None)])
+                         + [(bt.buffer, "read", None)])  # fmt: skip
     span = s.span
     line = span.source.line_col(span.start)[0] if span is not None else "?"
     log.debug("`%s` line %s: `%s` on mma.sync %s %s -> %s: %d warps of %dx%d, K = %d, "
-              "operands by ldmatrix from shared memory", lw.k.name, line, e.name, shape, ab,
-              acc_t, lw.threads // 32, lay.wm, lay.wn, K)  # fmt: skip
+              "%s", lw.k.name, line, e.name, shape, ab, acc_t, lw.threads // 32, lay.wm,
+              lay.wn, K, f"A from the registers of `{a.sym.name}`, B by ldmatrix" if in_regs
+              else "operands by ldmatrix from shared memory")  # fmt: skip
     b = lw.b
     regs = [r for group in tile.regs for r in group]
     if op == "=":
@@ -92,7 +103,6 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     else:
         acc = [b.copy(zero, acc_t, hint="sum") for _ in regs]
     warp_a, warp_b = _warp_offsets(lw, lay, a, bt, transposed)
-    a_lane = _lane_offset(lw, a, lambda ln: ldmatrix_address(form.a, ln), False)
     if transposed:  # b is n x k: a memory row is an n, its elements k
         b_lane = _lane_offset(lw, bt, lambda ln: _pair(form, ln, False), True)
     else:  # b is k x n: `.trans` hands each lane a column pair
@@ -100,13 +110,16 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     size = BYTES[a.elem]
     steps, rest = divmod(K, kstep)
     full = steps * kstep
-    unroll = next(u for u in (UNROLL, 2, 1) if steps % u == 0)
+    # A from registers names them by k step: every step written out.
+    unroll = steps if in_regs else next(u for u in (UNROLL, 2, 1) if steps % u == 0)
     # k moves along a's rows (a column move), along b's rows for `dot` and its columns
     # for `dot_t`; a fragment of a's is 16 rows on, a pair of b's 16 columns on for
     # `dot` and 16 rows on for `dot_t`.
     b_k = size if transposed else bt.row_pitch * size  # bytes a step of k
     b_n = (bt.row_pitch if transposed else 1) * size  # bytes a column of the output
-    ra = _Reader(lw, a, warp_a, a_lane, size, True, kstep * unroll)
+    if not in_regs:
+        a_lane = _lane_offset(lw, a, lambda ln: ldmatrix_address(form.a, ln), False)
+        ra = _Reader(lw, a, warp_a, a_lane, size, True, kstep * unroll)
     rb = _Reader(lw, bt, warp_b, b_lane, b_k, transposed, kstep * unroll)
 
     def load(k: Value | None, kk: int):
@@ -114,6 +127,9 @@ def product(lw, s, target, op: str, e, path: str) -> None:
         None for 0)."""
         frags_a = []
         for i in range(lay.wm // 16):
+            if in_regs:
+                frags_a.append(_register_a(b, a_regs, a_lay, i, kk // kstep))
+                continue
             addr = ra.at(k, kk, 16 * i * a.row_pitch * size, False)
             frags_a.append(_ldmatrix(b, addr, 4, False))
         frags_b = []
@@ -231,6 +247,21 @@ class _Reader:
         if self.term is None:
             return off
         return self.b.op("xor", "b32", off, self.term, dest_type="u32", hint="s")
+
+
+def _register_a(b, regs, lay, i: int, step: int) -> list[Reg]:
+    """The A fragment (16 x 16, four b32 words) of row block `i` and k step `step` of a
+    16-bit tile held in the `MmaAcc` layout `lay`: its accumulator fragments (i, 2 step)
+    and (i, 2 step + 1), whose c0 c1 (row g, columns 2t, 2t + 1) and c2 c3 (row g + 8)
+    are a0 a1 and a2 a3 of m16n8k16's A, two elements a word, the lower column low."""
+    words = []
+    for j in (2 * step, 2 * step + 1):
+        q = i * lay.frags_n + j
+        for c in (0, 2):
+            w = b.reg("b32", "a")
+            b.emit("mov", (w,), (regs[4 * q + c], regs[4 * q + c + 1]), type="b32")
+            words.append(w)
+    return words
 
 
 def _operand(lw, x):

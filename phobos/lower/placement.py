@@ -364,6 +364,10 @@ class _Planner:
         self.tiles: dict = {}  # Sym -> (shape, elem)
         self.decl_order: list = []
         self.other: dict = {}  # Sym -> why it cannot be in registers
+        # Sym -> [(product, target)]: a tile that is some product's A operand and may stay
+        # in the registers of an mma.sync accumulator's layout (`register_a_refusal`).
+        self.reg_a: dict = {}
+        self.reg_a_live: set = set()  # those still in registers in `blocked`'s turn
         self.sweeps: dict = {}  # label of the node -> _Sweep
         self.lets: dict = {}  # Sym -> value of a let view
         self.spans: dict = {}  # Sym -> (first, last) statement numbers
@@ -643,7 +647,12 @@ class _Planner:
         the product's `Blocked` layout."""
         if sym is None:
             raise NotLowered("a product written into a slice", s.span)
-        for a in value.args:
+        for k, a in enumerate(value.args):
+            if k == 0 and a.sym in self.tiles and os.environ.get("PHOBOS_REGISTER_A") != "0":
+                # mma.sync may read A from the registers of an accumulator's layout
+                self.reg_a.setdefault(a.sym, []).append((value, sym))
+                self.touch(a.sym)
+                continue
             self.mark_other(a.sym, f"`{value.name}` reads it from shared memory")
         if any(a.sym is sym for a in value.args):
             raise NotLowered(f"`{value.name}` into one of its own operands", s.span)
@@ -937,7 +946,13 @@ class _Planner:
                             if s not in out:
                                 out[s], grew = None, True
             demote = {}
+            self.reg_a_live = {a for a in self.reg_a if cand.get(a) == "registers"}
             mma = self.tensor_cores(out)
+            for a in self.reg_a_live:
+                why = self.register_a_refusal(a, mma)
+                if why is not None:
+                    demote[a] = why
+                    out.pop(a, None)
             for s in out:
                 shape = self.tiles[s][0]
                 if len(shape) != 2:
@@ -1019,6 +1034,8 @@ class _Planner:
                 shape = self.tiles[root][0]
                 # A row reduction of the accumulator folds within a warp's rows.
                 rows = any(s in reduced for s in syms)
+                # A product reading A from registers: the warps' rows are the operand's.
+                rows = rows or any(t in syms for a in self.reg_a_live for _, t in self.reg_a[a])
                 lay = MmaAcc.choose(shape, self.lw.threads, whole_rows=rows)
                 why = (f"the CTA's {self.lw.threads // 32} warps do not tile {list(shape)} "
                        f"with 16x8 fragments{', each warp whole rows' if rows else ''}"
@@ -1045,6 +1062,25 @@ class _Planner:
             if lay is not None:
                 layouts.update(dict.fromkeys(syms, lay))
         return layouts
+
+    def register_a_refusal(self, a, mma) -> str | None:
+        """Why the tile `a`, an A operand of products, does not stay in registers for
+        them, or None: each product runs on mma.sync m16n8k16, `a` and its accumulator
+        are in `MmaAcc` layouts of one warp column and the same warp rows, so a warp's
+        A fragments are its own accumulator fragments of `a`, two 16 x 8 ones a k step
+        of 16, rounded into words (`phobos.lower.mma`): no trip through shared memory."""
+        lay = mma.get(a)
+        shared = f"`{self.reg_a[a][0][0].name}` reads it from shared memory"
+        if not isinstance(lay, MmaAcc) or lay.warps_n != 1:
+            return shared
+        for value, target in self.reg_a[a]:
+            path = self.paths.get(value.label, ("",))[0]
+            acc = mma.get(target)
+            if not path.startswith("mma.m16n8k16") or self.tiles[a][1] not in ("f16", "bf16"):
+                return shared
+            if not isinstance(acc, MmaAcc) or acc.warps_n != 1 or acc.warps_m != lay.warps_m:
+                return f"{shared}: its product's warps do not own its rows"
+        return None
 
     def mma_refusal(self, e, varying: bool) -> str | None:
         """Why the product `e` does not run on mma.sync m16n8k16, or None: it needs

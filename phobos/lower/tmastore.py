@@ -3,6 +3,9 @@ bf16) of a wgmma accumulator goes through shared memory, written by `stmatrix`, 
 by one TMA store a 64-column panel, so the warps hand the stores off instead of issuing
 one 4-byte store per element pair.
 
+`C[..] = acc` of an f16 accumulator (f16 sums, ours) into an f16 tensor goes the same way,
+its element pairs the words as they are.
+
 Where the CTAs walk the grid's blocks (`phobos.lower.walk`), the epilogue runs after
 the next block's first turns are issued into S - L of the ring's stages; the other L
 stages are free until the next block's first refill, and the panels (128 rows of 128
@@ -56,11 +59,10 @@ def _refusal(lw, walk, s) -> str | None:
     tensor = getattr(base, "sym", None)
     if not isinstance(getattr(tensor, "type", None), hir.TensorT) or len(tensor.type.dims) != 2:
         return "the store's target is not a 2-D tensor parameter"
-    elem = tensor.type.elem.name
-    v = s.value
-    if not (isinstance(v, hir.Convert) and elem in ("f16", "bf16") and v.type.elem.name == elem):
-        return "the stored value is not a conversion to the tensor's 16-bit type"
-    arg = v.value
+    arg = _accumulator(s)
+    if arg is None:
+        return ("the stored value is not a conversion to the tensor's 16-bit type, or an f16 "
+                "accumulator into an f16 tensor")  # fmt: skip
     tile = lw.tiles.get(getattr(arg, "sym", None)) if isinstance(arg, hir.Ref) else None
     if tile is None or tile.shape[0] != 128 or tile.shape[1] % COLS or lw.threads != 256:
         return "the value is not a 128-row accumulator of two warpgroups"
@@ -81,12 +83,24 @@ def _refusal(lw, walk, s) -> str | None:
     return None
 
 
+def _accumulator(s):
+    """The accumulator `s` stores: `f16(acc)` (or bf16) of an f32 one, or an f16 one into
+    an f16 tensor (f16 sums, ours); None for any other value."""
+    v, elem = s.value, s.target.base.sym.type.elem.name
+    if isinstance(v, hir.Convert) and elem in ("f16", "bf16") and v.type.elem.name == elem:
+        v = v.value
+        return v if isinstance(v, hir.Ref) and v.type.elem.name == "f32" else None
+    if isinstance(v, hir.Ref) and elem == "f16" and getattr(v.type, "elem", None) is not None:
+        return v if v.type.elem.name == "f16" else None
+    return None
+
+
 def lower(lw, walk, s) -> None:
     """The epilogue `s` through shared memory and TMA stores (the module's text)."""
     b = lw.b
     ring = walk.ring
     tensor = s.target.base.sym
-    acc = lw.tiles[s.value.value.sym]
+    acc = lw.tiles[_accumulator(s).sym]
     n = acc.shape[1]
     panels = _panels(lw, ring, n // COLS)
     regs = [r for group in acc.regs for r in group]
@@ -112,20 +126,24 @@ def lower(lw, walk, s) -> None:
                                                       dest_type="u32")))  # fmt: skip
     for i in range(n // 16):
         j0, j1 = 2 * i, 2 * i + 1
-        words = [
-            b.op(
-                "cvt_x2",
-                elem,
-                regs[4 * j + k],
-                regs[4 * j + k + 1],
-                dest_type="b32",
-                from_type="f32",
-                rounding="rn",
-                hint="h2",
-            )  # fmt: skip
-            for j in (j0, j1)
-            for k in (0, 2)
-        ]
+        if acc.elem == "f16":  # f16 sums: the pairs as they are, a word each
+            words = [b.op("mov", "b32", regs[4 * j + k], regs[4 * j + k + 1], hint="h2")
+                     for j in (j0, j1) for k in (0, 2)]  # fmt: skip
+        else:
+            words = [
+                b.op(
+                    "cvt_x2",
+                    elem,
+                    regs[4 * j + k],
+                    regs[4 * j + k + 1],
+                    dest_type="b32",
+                    from_type="f32",
+                    rounding="rn",
+                    hint="h2",
+                )  # fmt: skip
+                for j in (j0, j1)
+                for k in (0, 2)
+            ]
         addr = b.op("add", "u32", panels[i // 4], chunks[i % 4], hint="st")
         b.emit("stmatrix", (), (addr, *words))
     b.emit("fence", space="shared", proxy="async")

@@ -75,6 +75,7 @@ kernel k(Q: tensor<ELEM>[Nq, 64], K: tensor<ELEM>[Nk, 64], V: tensor<ELEM>[Nk, 6
   O[row :+ 64, :] = acc
 }
 // CHECK-NOT: shared tile_s
+// CHECK-NOT: shared tile_p
 // CHECK: for %kt
 // CHECK-COUNT-32: mma.f32.ELEM
 // CHECK: = shfl.bfly.b32 %acc
@@ -128,10 +129,15 @@ def test_row_reductions_of_an_accumulator(elem, m, n, caplog):
 
 @pytest.mark.parametrize("elem", ["f16", "bf16"])
 @pytest.mark.parametrize("nq, nk", [(64, 64), (100, 150), (70, 200)])
-def test_flash_attention_on_tensor_cores(elem, nq, nk):
+def test_flash_attention_on_tensor_cores(elem, nq, nk, caplog):
     src = source(ATTENTION, elem)
-    hk, k = lowered(src)
+    with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
+        hk, k = lowered(src)
     check(src, k)
+    # `p` stays in the registers `s`'s fragments became: the second product's A is its
+    # words, no trip through shared memory (`placement.register_a_refusal`).
+    assert "A from the registers of `p`, B by ldmatrix" in caplog.text
+    assert not any(b.name.startswith("tile_p") for b in k.shared)
     # 32 mma a product, in the loop's whole tiles and again in its masked remainder
     assert [i.attr("shape") for i in ops(k, "mma")] == ["m16n8k16"] * 128
     Q, K, V = inputs(elem, (nq, 64)), inputs(elem, (nk, 64)), inputs(elem, (nk, 64))
@@ -177,3 +183,9 @@ def test_the_ptx_assembles(arch):
         for src in (ROWS, ATTENTION):
             _, k = lowered(source(src, elem))
             ptxas(k, arch)
+
+
+def test_phobos_register_a_0_reads_p_from_shared_memory(monkeypatch):
+    monkeypatch.setenv("PHOBOS_REGISTER_A", "0")
+    _, k = lowered(source(ATTENTION, "f16"))
+    assert any(b.name.startswith("tile_p") for b in k.shared)

@@ -75,6 +75,8 @@ def test_an_f16_accumulator_runs_on_wgmma_in_f16(form):
     assert len(packs) == len(unpacks) == len(words)
     assert max(packs) < loop and min(unpacks) > drained
     assert ".local" not in ptx
+    # The f16 tile leaves by stmatrix and TMA stores, its pairs the words as they are.
+    assert ops(k, "tma_store") and ops(k, "stmatrix") and not ops(k, "cvt_x2")
     ptxas_clean(k, "sm_90a")
 
 
