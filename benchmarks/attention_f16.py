@@ -3,7 +3,10 @@ of four warps) with `p` kept in the registers the first product's fragments beca
 default) and read from shared memory (`PHOBOS_REGISTER_A=0`), against torch SDPA's flash
 and efficient backends on the same head, in one run on one card.
 
-    python benchmarks/attention_f16.py [--n N ...]
+    python benchmarks/attention_f16.py [--n N ...] [--heads]
+
+`--heads` times examples/attention.py instead, B 4, H 32, S 4096, D 64, causal and not,
+against torch SDPA's flash, cuDNN and efficient backends (causal FLOPs counted as half).
 
 FLOPs: `4 Nq Nk D` (two products). Each Phobos result is checked first against a float64
 reference (its output poisoned with NaN); times are medians taken in turns
@@ -24,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.run import in_turns  # noqa: E402
+from examples.attention import attention, attention_causal  # noqa: E402
 from examples.flash_attention_f16 import flash_attention_f16  # noqa: E402
 from phobos.runtime.launch_gpu import GpuKernel  # noqa: E402
 
@@ -43,13 +47,62 @@ def lowered(bc: int, register_a: bool) -> GpuKernel:
     return GpuKernel(built.contract, built.ptx)
 
 
+def heads(b: int = 4, h: int = 32, s: int = 4096, d: int = 64) -> None:
+    """examples/attention.py against torch SDPA, one row a backend, causal and not."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    scale = d**-0.5
+    q, k, v = (torch.randn(b, h, s, d, device="cuda").half() for _ in range(3))
+    print("| attention | variant | ms | TFLOP/s | / best peer |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for causal, kern in ((False, attention), (True, attention_causal)):
+        flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
+        ref = sdpa(q, k, v, is_causal=causal, scale=scale).float()
+        fns = {}
+        for name, backend in (("SDPA flash", SDPBackend.FLASH_ATTENTION),
+                              ("SDPA cuDNN", SDPBackend.CUDNN_ATTENTION),
+                              ("SDPA efficient", SDPBackend.EFFICIENT_ATTENTION)):  # fmt: skip
+
+            def run(backend=backend, causal=causal):
+                with sdpa_kernel(backend):
+                    return sdpa(q, k, v, is_causal=causal, scale=scale)
+
+            try:
+                run()
+            except RuntimeError as exc:  # a backend this torch or card lacks
+                print(f"{name}: {str(exc).splitlines()[0]}")
+                continue
+            fns[name] = run
+        launch = kern.variant(G=1)[(s // 64, b * h)]
+        o = torch.full((b * h * s, d), float("nan"), device="cuda")
+        args = (q.view(-1, d), k.view(-1, d), v.view(-1, d), o, s, scale)
+        launch(*args)
+        torch.cuda.synchronize()
+        err = (o.view(b, h, s, d) - ref).abs().max().item()
+        if err < 5e-3:
+            fns["phobos"] = lambda args=args, launch=launch: launch(*args)
+        else:
+            print(f"phobos causal={causal}: wrong, max error {err}")
+        timed = in_turns(fns)
+        peers = [ms for name, (ms, _) in timed.items() if name != "phobos"]
+        for name, (ms, _) in sorted(timed.items(), key=lambda kv: kv[1][0]):
+            ratio = f"{min(peers) / ms:.3f}x" if name == "phobos" and peers else ""
+            label = f"B{b} H{h} S{s} D{d}{' causal' if causal else ''}"
+            print(f"| {label} | {name} | {ms:.4f} | {flops / ms / 1e9:.1f} | {ratio} |", flush=True)
+
+
 def main() -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, action="append")
+    ap.add_argument("--heads", action="store_true")
     args = ap.parse_args()
+    if args.heads:
+        heads()
+        return
     print("| N | variant | ms | TFLOP/s |")
     print("| ---: | --- | ---: | ---: |")
     scale = 0.125

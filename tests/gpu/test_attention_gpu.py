@@ -1,0 +1,53 @@
+"""Attention on the card: the causal one-head kernel of tests/lower/test_lower_attention.py
+at ragged lengths, and examples/attention.py over heads (multi-head and grouped-query,
+causal and not), launched as a user launches them, f16 in, outputs poisoned with NaN
+first, against a float64 reference."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gpukit import torch_on_a_gpu
+
+torch = torch_on_a_gpu()
+
+import test_lower_attention as forms  # noqa: E402
+from lowerkit import python_kernel  # noqa: E402
+
+
+@pytest.mark.parametrize("n", [100, 1000, 4100])
+def test_causal_attention_on_the_card(n, tmp_path):
+    kern = python_kernel(forms.CAUSAL.replace("kernel causal(", "kernel k("), tmp_path, f"c{n}")
+    q, k, v = (torch.randn(n, 64).half() for _ in range(3))
+    o = torch.full((n, 64), float("nan"), device="cuda")
+    kern[(-(-n // 64),)](q.cuda(), k.cuda(), v.cuda(), o, 0.125)
+    torch.cuda.synchronize()
+    got = o.cpu().numpy()
+    assert not np.isnan(got).any(), "elements never written"
+    ref = forms.reference(*(x.double().numpy() for x in (q, k, v)), 0.125, True)
+    np.testing.assert_allclose(got, ref, rtol=3e-3, atol=3e-3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("heads, kv_heads, s", [(4, 4, 256), (8, 2, 512)])
+def test_attention_over_heads_on_the_card(causal, heads, kv_heads, s):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from examples.attention import attention, attention_causal
+
+    g = heads // kv_heads
+    kern = (attention_causal if causal else attention).variant(G=g)
+    q = torch.randn(heads * s, 64).half()
+    k, v = (torch.randn(kv_heads * s, 64).half() for _ in range(2))
+    o = torch.full((heads * s, 64), float("nan"), device="cuda")
+    kern[(s // 64, heads)](q.cuda(), k.cuda(), v.cuda(), o, s, 0.125)
+    torch.cuda.synchronize()
+    got = o.cpu().numpy()
+    assert not np.isnan(got).any(), "elements never written"
+    for h in range(heads):
+        rows, kv = slice(h * s, (h + 1) * s), slice(h // g * s, (h // g + 1) * s)
+        ref = forms.reference(q[rows].double().numpy(), k[kv].double().numpy(),
+                              v[kv].double().numpy(), 0.125, causal)  # fmt: skip
+        np.testing.assert_allclose(got[rows], ref, rtol=3e-3, atol=3e-3)
