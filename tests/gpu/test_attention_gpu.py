@@ -20,7 +20,7 @@ from lowerkit import python_kernel  # noqa: E402
 
 @pytest.mark.parametrize("n", [100, 1000, 4100])
 def test_causal_attention_on_the_card(n, tmp_path):
-    kern = python_kernel(forms.CAUSAL.replace("kernel causal(", "kernel k("), tmp_path, f"c{n}")
+    kern = python_kernel(forms.CAUSAL, tmp_path, f"c{n}")
     q, k, v = (torch.randn(n, 64).half() for _ in range(3))
     o = torch.full((n, 64), float("nan"), device="cuda")
     kern[(-(-n // 64),)](q.cuda(), k.cuda(), v.cuda(), o, 0.125)

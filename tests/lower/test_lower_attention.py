@@ -9,41 +9,22 @@ assembles with no spill or local memory."""
 
 import numpy as np
 import pytest
+import test_lower_accumulator_rows as rows
 from lowerkit import lowered, ops, ptxas_clean
 from mmakit import agree, inputs, nan, run
 
-# One head; the loop's bound stops at the query tile's last row, the mask cuts the
-# diagonal tile (and, read as zeros past Nk, the ragged last one).
-CAUSAL = """
-@tensorcore
-@launch(128)
-kernel causal(Q: tensor<f16>[N, 64], K: tensor<f16>[N, 64], V: tensor<f16>[N, 64],
-              O: tensor<f32>[N, 64], scale: f32) {
-  let row = ctx.block.x * 64
-  let q = Q[row :+ 64, :]
-  var acc: tile<f32>[64, 64] = 0.0
-  var m: tile<f32>[64, 1] = -1.0e30
-  var l: tile<f32>[64, 1] = 0.0
-  for kt in range(0, min(N, row + 64), 64) {
-    let k = K[kt :+ 64, :]
-    let v = V[kt :+ 64, :]
-    var s: tile<f32>[64, 64] = dot_t(q, k)
-    s = s * scale
-    s = where(iota(1) + kt <= iota(0) + row, s, -1.0e30)
-    var mnew: tile<f32>[64, 1] = rowmax(s)
-    mnew = tmax(m, mnew)
-    var p: tile<f16>[64, 64] = f16(exp(s - mnew))
-    var corr: tile<f32>[64, 1] = exp(m - mnew)
-    l = l * corr
-    l += rowsum(f32(p))
-    acc = acc * corr
-    acc += dot(p, v)
-    m = mnew
-  }
-  acc = acc / l
-  O[row :+ 64, :] = acc
-}
-"""
+# One head (tests/lower/test_lower_accumulator_rows.py's kernel over f16): the loop's
+# bound stops at the query tile's last row, the mask cuts the diagonal tile (and, read
+# as zeros past N, the ragged last one).
+CAUSAL = (
+    rows.ATTENTION.replace("ELEM", "f16")
+    .replace("Nq", "N")
+    .replace("Nk", "N")
+    .replace("range(0, N, 64)", "range(0, min(N, row + 64), 64)")
+    .replace("iota(1) < N - kt", "iota(1) + kt <= iota(0) + row")
+    .split("// CHECK")[0]
+)
+assert "min(N, row + 64)" in CAUSAL and "iota(0) + row" in CAUSAL
 
 # Heads through the grid: block (x, y) is query tile x of head y, its rows y S + 64 x on;
 # head y reads KV head y / G (G query heads a KV head). S a multiple of 64, so a tile
@@ -103,7 +84,7 @@ def reference(q, k, v, scale, causal):
 @pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("n", [100, 192, 70])
 def test_causal_attention_agrees_and_skips_the_tiles_it_cannot_see(chip, n):
-    hk, k = lowered(CAUSAL, "causal", chip=chip)
+    hk, k = lowered(CAUSAL, chip=chip)
     assert ops(k, "mma") and (chip != "sm_90a" or ops(k, "wgmma_mma"))
     assert not any(b.name.startswith("tile_p") for b in k.shared)  # `p` in registers
     Q, K, V = (inputs("f16", (n, 64)) for _ in range(3))
@@ -133,6 +114,6 @@ def test_grouped_query_attention_through_the_grid(causal):
 
 @pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
 def test_the_attention_ptx_assembles_without_a_spill(chip):
-    for src, name in ((CAUSAL, "causal"), (grouped(True), "grouped")):
+    for src, name in ((CAUSAL, "k"), (grouped(True), "grouped")):
         _, k = lowered(src, name, chip=chip)
         ptxas_clean(k, chip)
