@@ -5,6 +5,7 @@ has read the buffer, and a race where it is missing; the errors (a grid of part
 clusters, a mask past the cluster, a barrier arrived twice or waited unarrived, a
 barrier one CTA never reaches, a warp in part); walking kernels on two clusters."""
 
+import re
 import time
 
 import numpy as np
@@ -15,9 +16,68 @@ from phobos.interp import GlobalMemory, InterpError, run_lir
 from phobos.lower.lirparse import parse_kernel
 from phobos.lower.verify import verify
 
+# The kernels below are lir text less their `reg` lines, which `source` writes from this
+# table, and less the fragments they share, each named by a line of its own (`WAIT`).
+TYPES = {
+    **dict.fromkeys("t c r k n b d a j v i w blk v0 v1 v2 v3".split(), "u32"),
+    **dict.fromkeys("o g m".split(), "u64"),
+    **dict.fromkeys("p ok first second lead".split(), "pred"),
+    "y": "s32",
+}
 
-def kernel(text: str, check: bool = True):
-    k = parse_kernel(text)
+# `%p`: thread 0 of the CTA
+PROLOGUE = """%t = sreg.tid.x
+%c = sreg.ctaid.x
+%r = sreg.cluster_ctarank
+%p = setp.eq.u32 %t, 0:u32"""
+# Thread 0 inits the mbarrier for one arrival; the fence and the cluster barrier make the
+# init visible to the peers before a multicast of theirs lands on it.
+INIT = """%b = mov.u32 4096:u32
+@%p mbarrier_init %b, 1:u32
+@%p fence_mbarrier_init
+cluster_arrive
+cluster_wait"""
+# every thread spins until phase 0 of the mbarrier completes
+WAIT = """loop {
+  %ok = mbarrier_try_wait_parity %b, 0:u32
+  break if %ok
+}"""
+# the 16 bytes at shared `%a` to the same offset of block `%c`'s 4096 bytes of `out`
+COPY_OUT = """%v0, %v1, %v2, %v3 = ld.shared.v4.u32 %a
+%o = mul_wide.u32 %c, 4096:u32
+%g = add.u64 %out, %o
+%o = cvt.u64.u32 %a
+%g = add.u64 %g, %o
+st.global.v4.u32 %g, %v0, %v1, %v2, %v3"""
+FRAGMENTS = {"PROLOGUE": PROLOGUE, "INIT": INIT, "WAIT": WAIT, "COPY_OUT": COPY_OUT}
+
+
+def expand(text: str, parts: dict[str, str]) -> list[str]:
+    lines = []
+    for line in text.splitlines():
+        name = line.lstrip()
+        indent = line[: len(line) - len(name)]
+        lines += [indent + sub for sub in expand(parts[name], parts)] if name in parts else [line]
+    return lines
+
+
+def source(text: str, types: dict[str, str] | None = None, **parts: str) -> str:
+    """`text` with its fragments expanded (`parts` adding to FRAGMENTS or replacing them)
+    and, after its `shared` and `tmap` lines, a `reg` line for each `%name` it uses that is
+    not a parameter, of its type in `types` or else in TYPES."""
+    lines = expand(text, FRAGMENTS | parts)
+    at = 1
+    while lines[at].lstrip().startswith(("shared ", "tmap ")):
+        at += 1
+    params = re.findall(r"%(\w+):", lines[0])
+    types = TYPES | (types or {})
+    names = dict.fromkeys(re.findall(r"%(\w+)", "\n".join(lines[at:])))
+    regs = [f"  reg %{name}: {types[name]}" for name in names if name not in params]
+    return "\n".join(lines[:at] + regs + lines[at:])
+
+
+def kernel(text: str, check: bool = True, types: dict[str, str] | None = None, **parts: str):
+    k = parse_kernel(source(text, types, **parts))
     if check:
         verify(k)
     return k
@@ -26,14 +86,6 @@ def kernel(text: str, check: bool = True):
 # -- special registers ---------------------------------------------------------------
 
 IDS = """kernel ids(%out: u64) threads=32 smem=0 cluster=CLUSTER {
-  reg %t: u32
-  reg %c: u32
-  reg %r: u32
-  reg %k: u32
-  reg %n: u32
-  reg %p: pred
-  reg %o: u64
-  reg %g: u64
   %t = sreg.tid.x
   %c = sreg.ctaid.x
   %r = sreg.cluster_ctarank
@@ -74,59 +126,32 @@ def test_a_grid_of_part_clusters_is_an_error():
 
 # Each CTA of a cluster of two loads its rank's half (16 rows) of a 32 x 64 f16 tile with
 # mask 0b11, to its half of the same buffer in both CTAs; each CTA's mbarrier expects the
-# whole tile, so a CTA's wait completes only with its peer's half. Then each CTA copies
-# the tile (16 bytes a thread) to `out` at its block's 4096 bytes.
+# whole tile (`PRODUCER`), so a CTA's wait completes only with its peer's half. Then each
+# CTA copies the tile (16 bytes a thread) to `out` at its block's 4096 bytes.
 HALVES = """kernel halves(%A: u64, %out: u64, %Y: s32) threads=128 smem=4112 cluster=2 {
   shared tile @0 size=4096 align=1024
   shared bars @4096 size=16 align=8
   tmap A_tmap = A f16 [64, 64] box=[16, 64] swizzle=128B
-  reg %t: u32
-  reg %c: u32
-  reg %r: u32
-  reg %p: pred
-  reg %b: u32
-  reg %m: u64
-  reg %d: u32
-  reg %y: s32
-  reg %ok: pred
-  reg %j: u32
-  reg %a: u32
-  reg %v0: u32
-  reg %v1: u32
-  reg %v2: u32
-  reg %v3: u32
-  reg %o: u64
-  reg %g: u64
-  %t = sreg.tid.x
-  %c = sreg.ctaid.x
-  %r = sreg.cluster_ctarank
-  %p = setp.eq.u32 %t, 0:u32
-  %b = mov.u32 4096:u32
-  @%p mbarrier_init %b, 1:u32
-  @%p fence_mbarrier_init
-  cluster_arrive
-  cluster_wait
+  PROLOGUE
+  INIT
   %m = tmap_addr  [map=A_tmap]
   %d = mul.u32 %r, 2048:u32
   %y = mad.s32 %r, 16:s32, %Y
-  if %p {
-    mbarrier_arrive_expect_tx %b, 4096:u32
-    tma_load %d, %m, 0:s32, %y, %b, 3:u16
-  }
-  loop {
-    %ok = mbarrier_try_wait_parity %b, 0:u32
-    break if %ok
-  }
+  PRODUCER
   for %j = 0:u32 to 4096:u32 step 2048:u32 {
     %a = mad.u32 %t, 16:u32, %j
-    %v0, %v1, %v2, %v3 = ld.shared.v4.u32 %a
-    %o = mul_wide.u32 %c, 4096:u32
-    %g = add.u64 %out, %o
-    %o = cvt.u64.u32 %a
-    %g = add.u64 %g, %o
-    st.global.v4.u32 %g, %v0, %v1, %v2, %v3
+    COPY_OUT
   }
 }"""
+PRODUCER = """if %p {
+  mbarrier_arrive_expect_tx %b, 4096:u32
+  tma_load %d, %m, 0:s32, %y, %b, 3:u16
+}
+WAIT"""
+
+
+def halves(producer: str = PRODUCER):
+    return kernel(HALVES, PRODUCER=producer)
 
 
 def run_tiles(k, a, y, *, ctas=2, check_races=False, extra=None):
@@ -138,11 +163,17 @@ def run_tiles(k, a, y, *, ctas=2, check_races=False, extra=None):
     return mem.read(out).reshape(ctas, 4096), report
 
 
-def test_two_ctas_multicast_their_halves_of_a_tile_into_both():
-    a = tmakit.tensor("f16", 64, 64, seed=11)
-    got, report = run_tiles(kernel(HALVES), a, 8, check_races=True)
-    want = tmakit.reference(a, (32, 64), 0, 8, "128B")
+def run_race_free(k, seed, y, rows=32):
+    """`run_tiles` on the tensor of `seed`, checked for races: what the CTAs wrote, the tile
+    of `rows` rows from row `y` that they load, and the report."""
+    a = tmakit.tensor("f16", 64, 64, seed=seed)
+    got, report = run_tiles(k, a, y, check_races=True)
     assert report.race_free, report.format_races()
+    return got, tmakit.reference(a, (rows, 64), 0, y, "128B"), report
+
+
+def test_two_ctas_multicast_their_halves_of_a_tile_into_both():
+    got, want, report = run_race_free(halves(), seed=11, y=8)
     assert report.ctas == 2
     for cta in range(2):
         assert (got[cta] == want).all(), (cta, np.nonzero(got[cta] != want)[0][:8])
@@ -151,46 +182,30 @@ def test_two_ctas_multicast_their_halves_of_a_tile_into_both():
 def test_the_half_a_cta_loads_alone_is_not_the_tile():
     # unicast (the five-operand form), each CTA receives only its own half: the check above
     # would fail on an interpreter that ignored the mask
-    text = HALVES.replace(", %b, 3:u16", ", %b").replace("expect_tx %b, 4096", "expect_tx %b, 2048")
+    unicast = PRODUCER.replace(", %b, 3:u16", ", %b")
+    unicast = unicast.replace("expect_tx %b, 4096", "expect_tx %b, 2048")
     a = tmakit.tensor("f16", 64, 64, seed=11)
-    got, _ = run_tiles(kernel(text), a, 8)
+    got, _ = run_tiles(halves(unicast), a, 8)
     want = tmakit.reference(a, (32, 64), 0, 8, "128B")
     assert (got[0, :2048] == want[:2048]).all() and (got[1, 2048:] == want[2048:]).all()
     assert (got[0, 2048:] == 0xFF).all() and (got[1, :2048] == 0xFF).all()  # never written
 
 
-WAIT = """loop {
-      %ok = mbarrier_try_wait_parity %b, 0:u32
-      break if %ok
-    }"""
-PRODUCER = """  if %p {
-    mbarrier_arrive_expect_tx %b, 4096:u32
-    tma_load %d, %m, 0:s32, %y, %b, 3:u16
-  }
-  loop {
-    %ok = mbarrier_try_wait_parity %b, 0:u32
-    break if %ok
-  }"""
 # warps 1 to 3 wait first (the `If`'s arms run as strands, `then` first), so the peer's
 # half lands on this CTA's mbarrier before its own `expect_tx`: PTX lets the transaction
 # count go below 0 so, while the pending arrival keeps the phase from completing
-WAITERS_FIRST = f"""  %ok = setp.ge.u32 %t, 32:u32
-  if %ok {{
-    {WAIT}
-  }} else {{
-    @%p mbarrier_arrive_expect_tx %b, 4096:u32
-    @%p tma_load %d, %m, 0:s32, %y, %b, 3:u16
-    {WAIT}
-  }}"""
+WAITERS_FIRST = """%ok = setp.ge.u32 %t, 32:u32
+if %ok {
+  WAIT
+} else {
+  @%p mbarrier_arrive_expect_tx %b, 4096:u32
+  @%p tma_load %d, %m, 0:s32, %y, %b, 3:u16
+  WAIT
+}"""
 
 
 def test_a_peers_bytes_may_land_before_the_local_expect_tx():
-    assert PRODUCER in HALVES
-    k = kernel(HALVES.replace(PRODUCER, WAITERS_FIRST))
-    a = tmakit.tensor("f16", 64, 64, seed=17)
-    got, report = run_tiles(k, a, 16, check_races=True)
-    want = tmakit.reference(a, (32, 64), 0, 16, "128B")
-    assert report.race_free, report.format_races()
+    got, want, _ = run_race_free(halves(WAITERS_FIRST), seed=17, y=16)
     assert (got == want[None, :]).all()
 
 
@@ -201,34 +216,10 @@ ONE_WAY = """kernel one_way(%A: u64, %out: u64, %Y: s32) threads=128 smem=4112 c
   shared tile @0 size=4096 align=1024
   shared bars @4096 size=16 align=8
   tmap A_tmap = A f16 [64, 64] box=[16, 64] swizzle=128B
-  reg %t: u32
-  reg %c: u32
-  reg %r: u32
-  reg %p: pred
-  reg %first: pred
-  reg %second: pred
-  reg %b: u32
-  reg %m: u64
-  reg %d: u32
-  reg %ok: pred
-  reg %a: u32
-  reg %v0: u32
-  reg %v1: u32
-  reg %v2: u32
-  reg %v3: u32
-  reg %o: u64
-  reg %g: u64
-  %t = sreg.tid.x
-  %c = sreg.ctaid.x
-  %r = sreg.cluster_ctarank
-  %p = setp.eq.u32 %t, 0:u32
+  PROLOGUE
   %first = setp.eq.u32 %r, 0:u32
   %second = setp.eq.u32 %r, 1:u32
-  %b = mov.u32 4096:u32
-  @%p mbarrier_init %b, 1:u32
-  @%p fence_mbarrier_init
-  cluster_arrive
-  cluster_wait
+  INIT
   %m = tmap_addr  [map=A_tmap]
   %d = mov.u32 0:u32
   if %p {
@@ -239,28 +230,17 @@ ONE_WAY = """kernel one_way(%A: u64, %out: u64, %Y: s32) threads=128 smem=4112 c
     }
   }
   if %second {
-    loop {
-      %ok = mbarrier_try_wait_parity %b, 0:u32
-      break if %ok
-    }
+    WAIT
   }
   %a = mul.u32 %t, 16:u32
-  %v0, %v1, %v2, %v3 = ld.shared.v4.u32 %a
-  %o = mul_wide.u32 %c, 4096:u32
-  %g = add.u64 %out, %o
-  %o = cvt.u64.u32 %a
-  %g = add.u64 %g, %o
-  st.global.v4.u32 %g, %v0, %v1, %v2, %v3
+  COPY_OUT
   cluster_arrive
   cluster_wait
 }"""
 
 
 def test_a_multicast_writes_only_the_ctas_its_mask_names():
-    a = tmakit.tensor("f16", 64, 64, seed=12)
-    got, report = run_tiles(kernel(ONE_WAY), a, 24, check_races=True)
-    want = tmakit.reference(a, (16, 64), 0, 24, "128B")
-    assert report.race_free, report.format_races()
+    got, want, _ = run_race_free(kernel(ONE_WAY), seed=12, y=24, rows=16)
     assert (got[1, :2048] == want).all(), np.nonzero(got[1, :2048] != want)[0][:8]
     assert (got[0, :2048] == 0xFF).all()  # rank 0 issued it but is not in the mask
 
@@ -275,16 +255,15 @@ def test_a_multicast_writes_only_the_ctas_its_mask_names():
 )  # fmt: skip
 def test_a_multicast_mask_past_the_cluster_or_of_no_cta_is_an_error(bits, message):
     # a register mask: the verifier refuses such an immediate
-    text = ONE_WAY.replace("reg %d: u32", "reg %d: u32\n  reg %k: b16")
-    text = text.replace("%d = mov.u32 0:u32", f"%d = mov.u32 0:u32\n  %k = mov.b16 {bits}:b16")
-    k = kernel(text.replace("%b, 2:u16", "%b, %k"))
+    text = ONE_WAY.replace("%d = mov.u32 0:u32", f"%d = mov.u32 0:u32\n  %k = mov.b16 {bits}:b16")
+    k = kernel(text.replace("%b, 2:u16", "%b, %k"), types={"k": "b16"})
     with pytest.raises(InterpError, match=message):
         run_tiles(k, tmakit.tensor("f16", 64, 64, seed=13), 0)
 
 
 def test_a_multicast_into_a_peer_before_its_mbarrier_init_is_an_error():
     # without the first cluster barrier rank 0 runs ahead of rank 1's `mbarrier_init`
-    k = kernel(ONE_WAY.replace("  cluster_arrive\n  cluster_wait\n  %m", "  %m", 1))
+    k = kernel(ONE_WAY, INIT=INIT.removesuffix("\ncluster_arrive\ncluster_wait"))
     with pytest.raises(InterpError, match=r"thread 0: the mbarrier at shared offset 4096 of "
                        r"block \(1, 0, 0\) is used before `mbarrier_init`"):  # fmt: skip
         run_tiles(k, tmakit.tensor("f16", 64, 64, seed=14), 0)
@@ -300,42 +279,15 @@ ROUNDS = """kernel rounds(%A: u64, %out: u64, %Y: s32, %Z: s32) threads=128 smem
   shared tile @0 size=4096 align=1024
   shared bars @4096 size=16 align=8
   tmap A_tmap = A f16 [64, 64] box=[32, 64] swizzle=128B
-  reg %t: u32
-  reg %c: u32
-  reg %r: u32
-  reg %p: pred
-  reg %lead: pred
-  reg %b: u32
-  reg %m: u64
-  reg %d: u32
-  reg %ok: pred
-  reg %a: u32
-  reg %v0: u32
-  reg %v1: u32
-  reg %v2: u32
-  reg %v3: u32
-  reg %o: u64
-  reg %g: u64
-  reg %j: u32
-  %t = sreg.tid.x
-  %c = sreg.ctaid.x
-  %r = sreg.cluster_ctarank
-  %p = setp.eq.u32 %t, 0:u32
+  PROLOGUE
   %lead = setp.eq.u32 %r, 1:u32
   %lead = and.pred %lead, %p
-  %b = mov.u32 4096:u32
-  @%p mbarrier_init %b, 1:u32
-  @%p fence_mbarrier_init
-  cluster_arrive
-  cluster_wait
+  INIT
   %m = tmap_addr  [map=A_tmap]
   %d = mov.u32 0:u32
   @%p mbarrier_arrive_expect_tx %b, 4096:u32
   @%lead tma_load %d, %m, 0:s32, %Y, %b, 3:u16
-  loop {
-    %ok = mbarrier_try_wait_parity %b, 0:u32
-    break if %ok
-  }
+  WAIT
   %o = mul_wide.u32 %c, 8192:u32
   %g = add.u64 %out, %o
   ROUND
@@ -351,20 +303,19 @@ ROUNDS = """kernel rounds(%A: u64, %out: u64, %Y: s32, %Z: s32) threads=128 smem
 }"""
 
 ROUND = """for %j = 0:u32 to 4096:u32 step 2048:u32 {
-    %a = mad.u32 %t, 16:u32, %j
-    %v0, %v1, %v2, %v3 = ld.shared.v4.u32 %a
-    %o = cvt.u64.u32 %a
-    %o = add.u64 %g, %o
-    st.global.v4.u32 %o, %v0, %v1, %v2, %v3
-  }"""
+  %a = mad.u32 %t, 16:u32, %j
+  %v0, %v1, %v2, %v3 = ld.shared.v4.u32 %a
+  %o = cvt.u64.u32 %a
+  %o = add.u64 %g, %o
+  st.global.v4.u32 %o, %v0, %v1, %v2, %v3
+}"""
 
 DONE = "  cluster_arrive\n  cluster_wait"
 
 
 def rounds(done: bool, relaxed: bool = False):
     sync = DONE.replace("cluster_arrive", "cluster_arrive  [relaxed=1]") if relaxed else DONE
-    text = ROUNDS.replace("ROUND", ROUND).replace("  // DONE", sync if done else "")
-    return kernel(text)
+    return kernel(ROUNDS.replace("  // DONE", sync if done else ""), ROUND=ROUND)
 
 
 def run_rounds(k, a, *, check_races=True):
@@ -400,8 +351,8 @@ def test_without_the_cluster_barrier_the_multicast_races_with_the_peers_reads():
 
 def test_a_ctas_own_bar_does_not_order_its_peers_multicast():
     # a `bar` in each CTA, where the cluster barrier belongs, does not wait for the peer
-    text = ROUNDS.replace("ROUND", ROUND).replace("  // DONE", "  bar 0:u32")
-    _, report = run_rounds(kernel(text), tmakit.tensor("f16", 64, 64, seed=15))
+    k = kernel(ROUNDS.replace("  // DONE", "  bar 0:u32"), ROUND=ROUND)
+    _, report = run_rounds(k, tmakit.tensor("f16", 64, 64, seed=15))
     assert report.races and report.races[0].kind == "async/read"
 
 
@@ -410,14 +361,6 @@ def test_a_ctas_own_bar_does_not_order_its_peers_multicast():
 # the read in each CTA of the cluster, as a `bar` would.
 NEIGHBOURS = """kernel neighbours(%out: u64) threads=64 smem=256 cluster=2 {
   shared words @0 size=256 align=16
-  reg %t: u32
-  reg %c: u32
-  reg %a: u32
-  reg %n: u32
-  reg %v: u32
-  reg %i: u32
-  reg %o: u64
-  reg %g: u64
   %t = sreg.tid.x
   %c = sreg.ctaid.x
   %a = mul.u32 %t, 4:u32
@@ -463,16 +406,6 @@ OWN_BAR = """kernel own_bar(%A: u64) threads=64 smem=4096 cluster=2 {
   shared bars @256 size=16 align=8
   shared box @2048 size=2048 align=1024
   tmap A_tmap = A f16 [64, 64] box=[16, 64] swizzle=128B
-  reg %t: u32
-  reg %r: u32
-  reg %p: pred
-  reg %first: pred
-  reg %b: u32
-  reg %d: u32
-  reg %m: u64
-  reg %a: u32
-  reg %v: u32
-  reg %ok: pred
   %t = sreg.tid.x
   %r = sreg.cluster_ctarank
   %p = setp.eq.u32 %t, 0:u32
@@ -488,18 +421,12 @@ OWN_BAR = """kernel own_bar(%A: u64) threads=64 smem=4096 cluster=2 {
     %a = mul.u32 %t, 4:u32
     st.shared.u32 %a, %t
     @%p tma_load %d, %m, 0:s32, 0:s32, %b, 2:u16
-    loop {
-      %ok = mbarrier_try_wait_parity %b, 0:u32
-      break if %ok
-    }
+    WAIT
     %a = add.u32 %a, 4:u32
     %a = and.b32 %a, 255:u32
     %v = ld.shared.u32 %a
   } else {
-    loop {
-      %ok = mbarrier_try_wait_parity %b, 0:u32
-      break if %ok
-    }
+    WAIT
     bar 0:u32
     @%p tma_load %d, %m, 0:s32, 16:s32, %b, 1:u16
   }
@@ -517,12 +444,6 @@ def test_a_ctas_own_bar_closes_only_its_own_epoch():
 
 BARRIER = """kernel clubar(%out: u64) threads=64 smem=16 cluster=2 {
   shared bars @0 size=16 align=8
-  reg %t: u32
-  reg %r: u32
-  reg %p: pred
-  reg %first: pred
-  reg %b: u32
-  reg %ok: pred
   %t = sreg.tid.x
   %r = sreg.cluster_ctarank
   %p = setp.lt.u32 %t, 16:u32
@@ -569,10 +490,7 @@ def test_the_cluster_barrier_alternates_arrive_and_wait(body, message):
 ONLY_RANK_0 = "  if %first {\n    cluster_arrive\n    cluster_wait\n  }"
 SPINS = """ else {
     mbarrier_init %b, 1:u32
-    loop {
-      %ok = mbarrier_try_wait_parity %b, 0:u32
-      break if %ok
-    }
+    WAIT
   }"""
 
 
@@ -606,15 +524,6 @@ def test_a_partial_warp_at_the_cluster_barrier_is_an_error():
 
 # Each walking CTA writes its `ctaid.x + 1` and cluster rank into the blocks it walks.
 WALK = """kernel walker(%out: u64, %gx: u32, %gy: u32, %gz: u32) threads=32 smem=0 walk=%gx,%gy,%gz cluster=2 {
-  reg %t: u32
-  reg %c: u32
-  reg %n: u32
-  reg %r: u32
-  reg %w: u32
-  reg %blk: u32
-  reg %p: pred
-  reg %o: u64
-  reg %g: u64
   %t = sreg.tid.x
   %c = sreg.ctaid.x
   %n = sreg.nctaid.x
