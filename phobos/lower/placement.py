@@ -1065,7 +1065,7 @@ class _Planner:
 
     def register_a_refusal(self, a, mma) -> str | None:
         """Why the tile `a`, an A operand of products, does not stay in registers for
-        them, or None: each product runs on mma.sync m16n8k16, `a` and its accumulator
+        them, or None: each product runs on mma.sync m16n8k16 or wgmma, `a` and its accumulator
         are in `MmaAcc` layouts of one warp column and the same warp rows, so a warp's
         A fragments are its own accumulator fragments of `a`, two 16 x 8 ones a k step
         of 16, rounded into words (`phobos.lower.mma`): no trip through shared memory."""
@@ -1076,7 +1076,8 @@ class _Planner:
         for value, target in self.reg_a[a]:
             path = self.paths.get(value.label, ("",))[0]
             acc = mma.get(target)
-            if not path.startswith("mma.m16n8k16") or self.tiles[a][1] not in ("f16", "bf16"):
+            on = ("mma.m16n8k16", "wgmma.")  # wgmma takes A from four words as mma.sync
+            if not path.startswith(on) or self.tiles[a][1] not in ("f16", "bf16"):
                 return shared
             if not isinstance(acc, MmaAcc) or acc.warps_n != 1 or acc.warps_m != lay.warps_m:
                 return f"{shared}: its product's warps do not own its rows"
@@ -1128,7 +1129,12 @@ class _Planner:
             return f"the accumulator's {m} rows are not 64 a warpgroup"
         if n % 8 or n > 256:
             return f"N = {n} is not a multiple of 8 up to 256"
-        for x in e.args:
+        for k, x in enumerate(e.args):
+            if (k == 0 and isinstance(x, hir.Ref) and x.sym in self.reg_a_live
+                    and os.environ.get("PHOBOS_WGMMA_REGISTER_A") == "1"):  # fmt: skip
+                # A from registers (`register_a_refusal` holds it to its layout): asked
+                # for alone until it has run on the card (mma.sync takes it by default)
+                continue
             if not isinstance(x, hir.Ref) or x.sym not in self.tiles:
                 return "an operand is not a whole shared tile"
             rows, elem = self.tiles[x.sym]

@@ -39,16 +39,22 @@ STEP = 16  # k a wgmma takes
 
 def product(lw, s, target, op: str, e, path: str) -> None:
     """Lower `target op e` on wgmma (`path` "wgmma.m64nNk16.f16" or ".bf16")."""
-    a, bt = (_operand(lw, x) for x in e.args)
+    a = lw.tiles.get(getattr(e.args[0], "sym", None))
+    in_regs = a is not None and a.place == "registers"  # `placement.register_a_refusal`
+    if not in_regs:
+        a = _operand(lw, e.args[0])
+    bt = _operand(lw, e.args[1])
     tile = lw.tiles.get(getattr(target, "sym", None))
     if tile is None or tile.mma is None or op not in ("=", "+=", "-="):
         raise NotLowered(f"`{e.name}` on wgmma into this target", s.span)
     _, shape, ab, *_ = path.split(".")
     transposed = e.name == "dot_t"
     K = a.shape[1]
-    lw.tracker.statement([(a.buffer, "read", None), (bt.buffer, "read", None)])
+    lw.tracker.statement(([] if in_regs else [(a.buffer, "read", None)])
+                         + [(bt.buffer, "read", None)])  # fmt: skip
     b = lw.b
-    if not {a.buffer.name, bt.buffer.name} <= lw.async_written:
+    shared = {bt.buffer.name} if in_regs else {a.buffer.name, bt.buffer.name}
+    if not shared <= lw.async_written:
         # cp.async and plain stores wrote the tiles through the generic proxy; wgmma reads
         # them through the async one: every thread fences its writes, then all meet.
         # (TMA writes through the async proxy: its ring's mbarrier orders them.)
@@ -56,9 +62,10 @@ def product(lw, s, target, op: str, e, path: str) -> None:
         b.emit("bar", (), lw.barrier_srcs())
     span = s.span
     line = span.source.line_col(span.start)[0] if span is not None else "?"
-    log.debug("`%s` line %s: `%s` on wgmma %s %s -> %s: %d warpgroups, K = %d, operands "
-              "from swizzled shared memory", lw.k.name, line, e.name, shape, ab, tile.elem,
-              lw.threads // 128, K)  # fmt: skip
+    log.debug("`%s` line %s: `%s` on wgmma %s %s -> %s: %d warpgroups, K = %d, %s",
+              lw.k.name, line, e.name, shape, ab, tile.elem, lw.threads // 128, K,
+              f"A from the registers of `{a.sym.name}`, B from swizzled shared memory"
+              if in_regs else "operands from swizzled shared memory")  # fmt: skip
     regs = [r for group in tile.regs for r in group]
     acc = regs
     half = tile.elem == "f16"  # f16 sums: wgmma's accumulator is b32 pairs of the elements
@@ -74,10 +81,27 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     group = b.once(("wgmma.group",), lambda: b.op("shr", "u32", lw.sreg("tid.x"), Imm(7, "u32"),
                                                  hint="wg"))  # fmt: skip
     size = BYTES[a.elem]
-    a_rows = b.once(("wgmma.arows", a.buffer.name),
-                    lambda: b.op("mul", "u32", group, Imm(64 * min(a.swizzle, LINE), "u32")))  # fmt: skip
+    if in_regs:
+        # A's k steps as four words each, a warp's rows as mma.sync's A fragment
+        # (`warpgroup.a_place`): written before the fence, as wgmma reads them.
+        from phobos.lower.mma import _register_a
+
+        lay_a = a.layout(lw.threads)
+        regs_a = [r for group_ in a.regs for r in group_]
+        words = [_register_a(b, regs_a, lay_a, 0, kk) for kk in range(K // STEP)]
+    else:
+        a_rows = b.once(("wgmma.arows", a.buffer.name),
+                        lambda: b.op("mul", "u32", group, Imm(64 * min(a.swizzle, LINE), "u32")))  # fmt: skip
     b.emit("wgmma_fence")
     for kk in range(K // STEP):
+        if in_regs:
+            db = _desc(lw, bt, _k_major_start(bt, kk, size, None)) if transposed else _desc(
+                lw, bt, _mn_major_start(bt, kk), mn=True)  # fmt: skip
+            scale = no if kk == 0 and op != "+=" else yes
+            b.emit("wgmma_mma", tuple(acc), (*words[kk], db, scale, *acc), shape=shape,
+                   type="f16" if half else "f32", from_type=ab,
+                   major_b="K" if transposed else "MN")  # fmt: skip
+            continue
         da = _desc(lw, a, _k_major_start(a, kk, size, a_rows))
         if transposed:
             db = _desc(lw, bt, _k_major_start(bt, kk, size, None))
