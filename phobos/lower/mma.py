@@ -32,6 +32,7 @@ from phobos.lower.errors import NotLowered
 from phobos.lower.fragments import MMA, ldmatrix_address
 from phobos.lower.lir import For, Imm, Reg, Value
 from phobos.lower.types import BYTES
+from phobos.lower.words import register_a
 
 log = logging.getLogger("phobos.lower")
 UNROLL = 4  # k steps written straight-line a turn of the k loop, at most
@@ -128,7 +129,7 @@ def product(lw, s, target, op: str, e, path: str) -> None:
         frags_a = []
         for i in range(lay.wm // 16):
             if in_regs:
-                frags_a.append(_register_a(b, a_regs, a_lay, i, kk // kstep))
+                frags_a.append(register_a(b, a_regs, a_lay, i, kk // kstep))
                 continue
             addr = ra.at(k, kk, 16 * i * a.row_pitch * size, False)
             frags_a.append(_ldmatrix(b, addr, 4, False))
@@ -247,21 +248,6 @@ class _Reader:
         if self.term is None:
             return off
         return self.b.op("xor", "b32", off, self.term, dest_type="u32", hint="s")
-
-
-def _register_a(b, regs, lay, i: int, step: int) -> list[Reg]:
-    """The A fragment (16 x 16, four b32 words) of row block `i` and k step `step` of a
-    16-bit tile held in the `MmaAcc` layout `lay`: its accumulator fragments (i, 2 step)
-    and (i, 2 step + 1), whose c0 c1 (row g, columns 2t, 2t + 1) and c2 c3 (row g + 8)
-    are a0 a1 and a2 a3 of m16n8k16's A, two elements a word, the lower column low."""
-    words = []
-    for j in (2 * step, 2 * step + 1):
-        q = i * lay.frags_n + j
-        for c in (0, 2):
-            w = b.reg("b32", "a")
-            b.emit("mov", (w,), (regs[4 * q + c], regs[4 * q + c + 1]), type="b32")
-            words.append(w)
-    return words
 
 
 def _operand(lw, x):

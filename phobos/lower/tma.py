@@ -58,6 +58,7 @@ from phobos.lower import scalars
 from phobos.lower.lir import Break, For, If, Imm, Loop, TensorMap
 from phobos.lower.swizzle import LINE
 from phobos.lower.types import BYTES, elem_of
+from phobos.lower.words import pack, unpack
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
@@ -177,8 +178,6 @@ class TmaRing:
         # from one turn into the next: packed once here, unpacked after the last wait.
         self.words = []
         if self.lag == 2:
-            from phobos.lower.wgmma import pack
-
             for st in self.loop.body.stmts:
                 tile = lw.tiles.get(getattr(getattr(st, "target", None), "sym", None))
                 if self._summed(st) and tile is not None and tile.elem == "f16":
@@ -303,8 +302,6 @@ class TmaRing:
 
     def _unpack(self) -> None:
         """The f16 accumulators' elements back from their pairs (`enter`)."""
-        from phobos.lower.wgmma import unpack
-
         for tile in self.words:
             unpack(self.lw.b, tile.words, [r for group in tile.regs for r in group])
             tile.words = None

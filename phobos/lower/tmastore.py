@@ -35,6 +35,7 @@ import os
 from phobos.lower import scalars
 from phobos.lower.lir import If, Imm
 from phobos.lower.tma import coord, tensor_map
+from phobos.lower.words import pack
 from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
@@ -127,8 +128,7 @@ def lower(lw, walk, s) -> None:
     for i in range(n // 16):
         j0, j1 = 2 * i, 2 * i + 1
         if acc.elem == "f16":  # f16 sums: the pairs as they are, a word each
-            words = [b.op("mov", "b32", regs[4 * j + k], regs[4 * j + k + 1], hint="h2")
-                     for j in (j0, j1) for k in (0, 2)]  # fmt: skip
+            words = [w for j in (j0, j1) for w in pack(b, regs[4 * j : 4 * j + 4], hint="h2")]
         else:
             words = [
                 b.op(

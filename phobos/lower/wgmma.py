@@ -32,6 +32,7 @@ from phobos.lower.errors import NotLowered
 from phobos.lower.lir import Imm, Reg, Value
 from phobos.lower.swizzle import LINE
 from phobos.lower.types import BYTES
+from phobos.lower.words import pack, register_a, unpack
 
 log = logging.getLogger("phobos.lower")
 STEP = 16  # k a wgmma takes
@@ -84,11 +85,9 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     if in_regs:
         # A's k steps as four words each, a warp's rows as mma.sync's A fragment
         # (`warpgroup.a_place`): written before the fence, as wgmma reads them.
-        from phobos.lower.mma import _register_a
-
         lay_a = a.layout(lw.threads)
         regs_a = [r for group_ in a.regs for r in group_]
-        words = [_register_a(b, regs_a, lay_a, 0, kk) for kk in range(K // STEP)]
+        words = [register_a(b, regs_a, lay_a, 0, kk) for kk in range(K // STEP)]
     else:
         a_rows = b.once(("wgmma.arows", a.buffer.name),
                         lambda: b.op("mul", "u32", group, Imm(64 * min(a.swizzle, LINE), "u32")))  # fmt: skip
@@ -121,23 +120,6 @@ def product(lw, s, target, op: str, e, path: str) -> None:
     if op == "-=":
         for r, x in zip(regs, acc, strict=True):
             b.mov(r, scalars.binary(b, "-", r, x, "f32"), "f32")
-
-
-def pack(b, regs) -> list[Reg]:
-    """An f16 accumulator's element registers (the f32 layout's order) as wgmma's b32
-    words: elements 2w and 2w + 1, adjacent columns of a row, in word w, the even low."""
-    words = []
-    for lo, hi in zip(regs[0::2], regs[1::2], strict=True):
-        w = b.reg("b32", "acc2")
-        b.emit("mov", (w,), (lo, hi), type="b32")
-        words.append(w)
-    return words
-
-
-def unpack(b, words, regs) -> None:
-    """`pack`'s inverse, once wgmma is done with the words."""
-    for w, lo, hi in zip(words, regs[0::2], regs[1::2], strict=True):
-        b.emit("mov", (lo, hi), (w,), type="b32")
 
 
 def _operand(lw, x):
