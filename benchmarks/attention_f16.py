@@ -32,6 +32,31 @@ from examples.flash_attention_f16 import flash_attention_f16  # noqa: E402
 from phobos.runtime.launch_gpu import GpuKernel  # noqa: E402
 
 
+def under(env: dict, build):
+    """`build()` with the lowering switches `env` set (they are read as it compiles)."""
+    saved = {n: os.environ.get(n) for n in env}
+    os.environ.update(env)
+    try:
+        return build()
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
+
+
+# The forms of examples/attention.py timed by `--heads`: the default (both products on
+# wgmma, `p` the second's A from registers, K and V by a 2-stage TMA ring), a 3-stage
+# ring, and `dot(p, v)` on mma.sync with K and V by cp.async.
+HEAD_FORMS = {
+    "phobos": {},
+    "phobos rows in shared": {"PHOBOS_ACC_ROWS": "0"},
+    "phobos 3 stages": {"PHOBOS_STAGES": "3"},
+    "phobos mma.sync PV": {"PHOBOS_WGMMA_REGISTER_A": "0"},
+}
+
+
 def lowered(bc: int, register_a: bool) -> GpuKernel:
     saved = os.environ.pop("PHOBOS_REGISTER_A", None)
     try:
@@ -74,20 +99,23 @@ def heads(b: int = 4, h: int = 32, s: int = 4096, d: int = 64) -> None:
                 print(f"{name}: {str(exc).splitlines()[0]}")
                 continue
             fns[name] = run
-        launch = kern.variant(G=1)[(s // 64, b * h)]
-        o = torch.full((b * h * s, d), float("nan"), device="cuda")
-        args = (q.view(-1, d), k.view(-1, d), v.view(-1, d), o, s, scale)
-        launch(*args)
-        torch.cuda.synchronize()
-        err = (o.view(b, h, s, d) - ref).abs().max().item()
-        if err < 5e-3:
-            fns["phobos"] = lambda args=args, launch=launch: launch(*args)
-        else:
-            print(f"phobos causal={causal}: wrong, max error {err}")
+        grid = (s // 64, b * h)
+        for form, env in HEAD_FORMS.items():
+            built = under(env, lambda kern=kern: kern.variant(G=1, D=d).compile(chip="sm_90a"))
+            gk = GpuKernel(built.contract, built.ptx)
+            o = torch.full((b * h * s, d), float("nan"), device="cuda")
+            args = (q.view(-1, d), k.view(-1, d), v.view(-1, d), o, s, scale)
+            gk.launch(grid, args)
+            torch.cuda.synchronize()
+            err = (o.view(b, h, s, d) - ref).abs().max().item()
+            if err < 5e-3:
+                fns[form] = lambda gk=gk, g=grid, args=args: gk.launch(g, args)
+            else:
+                print(f"{form} causal={causal}: wrong, max error {err}")
         timed = in_turns(fns)
-        peers = [ms for name, (ms, _) in timed.items() if name != "phobos"]
+        peers = [ms for name, (ms, _) in timed.items() if not name.startswith("phobos")]
         for name, (ms, _) in sorted(timed.items(), key=lambda kv: kv[1][0]):
-            ratio = f"{min(peers) / ms:.3f}x" if name == "phobos" and peers else ""
+            ratio = f"{min(peers) / ms:.3f}x" if name.startswith("phobos") and peers else ""
             label = f"B{b} H{h} S{s} D{d}{' causal' if causal else ''}"
             print(f"| {label} | {name} | {ms:.4f} | {flops / ms / 1e9:.1f} | {ratio} |", flush=True)
 
@@ -99,9 +127,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, action="append")
     ap.add_argument("--heads", action="store_true")
+    ap.add_argument("--d", type=int, action="append", help="--heads: the head dims (64, 128)")
     args = ap.parse_args()
     if args.heads:
-        heads()
+        for d in args.d or [64]:
+            heads(d=d)
         return
     print("| N | variant | ms | TFLOP/s |")
     print("| ---: | --- | ---: | ---: |")

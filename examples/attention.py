@@ -15,14 +15,15 @@ import phobos.lang as ph
 
 
 @ph.kernel
-@ph.autotune(G=[1, 8])
+@ph.autotune(G=[1, 8], D=[64, 128])
 @ph.tensorcore
+@ph.dynshared
 @ph.launch(128)
 def attention(
-    Q: ph.tensor[ph.f16][R, 64],
-    K: ph.tensor[ph.f16][RK, 64],
-    V: ph.tensor[ph.f16][RK, 64],
-    O: ph.tensor[ph.f32][R, 64],
+    Q: ph.tensor[ph.f16][R, D],
+    K: ph.tensor[ph.f16][RK, D],
+    V: ph.tensor[ph.f16][RK, D],
+    O: ph.tensor[ph.f32][R, D],
     S: ph.i32,
     scale: ph.f32,
 ):
@@ -31,7 +32,7 @@ def attention(
     base: ph.let = head * S + row
     kv: ph.let = head // G * S
     q: ph.let = Q[base:+64, :]
-    acc: ph.var[ph.tile[ph.f32][64, 64]] = 0.0
+    acc: ph.var[ph.tile[ph.f32][64, D]] = 0.0
     m: ph.var[ph.tile[ph.f32][64, 1]] = -1.0e30
     l: ph.var[ph.tile[ph.f32][64, 1]] = 0.0
     for kt in range(0, S, 64):
@@ -53,14 +54,15 @@ def attention(
 
 
 @ph.kernel
-@ph.autotune(G=[1, 8])
+@ph.autotune(G=[1, 8], D=[64, 128])
 @ph.tensorcore
+@ph.dynshared
 @ph.launch(128)
 def attention_causal(
-    Q: ph.tensor[ph.f16][R, 64],
-    K: ph.tensor[ph.f16][RK, 64],
-    V: ph.tensor[ph.f16][RK, 64],
-    O: ph.tensor[ph.f32][R, 64],
+    Q: ph.tensor[ph.f16][R, D],
+    K: ph.tensor[ph.f16][RK, D],
+    V: ph.tensor[ph.f16][RK, D],
+    O: ph.tensor[ph.f32][R, D],
     S: ph.i32,
     scale: ph.f32,
 ):
@@ -69,7 +71,7 @@ def attention_causal(
     base: ph.let = head * S + row
     kv: ph.let = head // G * S
     q: ph.let = Q[base:+64, :]
-    acc: ph.var[ph.tile[ph.f32][64, 64]] = 0.0
+    acc: ph.var[ph.tile[ph.f32][64, D]] = 0.0
     m: ph.var[ph.tile[ph.f32][64, 1]] = -1.0e30
     l: ph.var[ph.tile[ph.f32][64, 1]] = 0.0
     for kt in range(0, row + 64, 64):  # the key tiles up to the diagonal

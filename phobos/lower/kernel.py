@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from math import gcd
 
 from phobos.diagnostics.diagnostic import Diagnostic
-from phobos.lower import lir, memory, passes, placement, scalars, statements
+from phobos.lower import attend, lir, memory, passes, placement, scalars, statements
 from phobos.lower.barriers import Tracker
 from phobos.lower.builder import Builder, reg_or_imm
 from phobos.lower.errors import NotLowered
@@ -649,6 +649,9 @@ class Lowering:
         e = s.expr
         if isinstance(e, hir.Builtin) and e.name == "barrier":
             self.tracker.barrier(force=True)
+            return
+        if isinstance(e, hir.Builtin) and e.name == attend.NAME:
+            attend.lower(self, e)
             return
         if isinstance(e.type, hir.Scalar):
             self.value(e)

@@ -397,13 +397,81 @@ class MmaAcc:
         return cls(tuple(shape), threads, best[1], best[2])
 
 
+@dataclass(frozen=True)
+class MmaRows:
+    """A [M, 1] tile of per-row values beside an `MmaAcc` of M rows held one warp column
+    wide (a row reduction's result, flash attention's running max and sum): each thread
+    holds the rows its accumulator registers are on, rows `g` and `g + 8` of each of its
+    warp's 16-row fragment rows (`g = lane // 4`), so a row's value sits in all four
+    lanes of the quad that holds the row. A quad's fold leaves the row in each of them;
+    a sweep of the accumulator reads its row's value from the thread's own register
+    (`reg_of`), and a sweep of the rows computes each value in the four lanes alike.
+
+    >>> lay = MmaRows((64, 1), threads=128, warps_m=4)
+    >>> lay.regs_per_thread, lay.coord(37, 1), lay.owner((25, 0))
+    (2, (25, 0), (36, 1))
+    >>> MmaRows.reg_of(MmaAcc((64, 64), 128, 4, 1).offset(6)[0])  # c2 c3: eight rows down
+    1
+    """
+
+    shape: tuple[int, int]
+    threads: int
+    warps_m: int
+    vec: int = 1
+
+    @property
+    def wm(self) -> int:
+        return self.shape[0] // self.warps_m
+
+    @property
+    def regs_per_thread(self) -> int:
+        return 2 * (self.wm // 16)
+
+    @property
+    def groups(self) -> int:
+        return self.regs_per_thread
+
+    @property
+    def whole(self) -> bool:
+        return True
+
+    @property
+    def key(self) -> tuple:
+        return ("mma-rows", self.shape, self.warps_m)
+
+    def offset(self, reg: int) -> tuple[int, int]:
+        """Register `reg`'s row less register 0's, the same in every thread."""
+        return 16 * (reg // 2) + 8 * (reg % 2), 0
+
+    def thread_origin(self, thread: int) -> tuple[int, int]:
+        warp, lane = divmod(thread, 32)
+        return warp * self.wm + lane // 4, 0
+
+    @staticmethod
+    def reg_of(dr: int) -> int:
+        """The register of the row `dr` rows below a thread's origin (an `MmaAcc`
+        register's row offset, `MmaAcc.offset`)."""
+        return dr // 8
+
+    def coord(self, thread: int, reg: int) -> tuple[int, int] | None:
+        if not (0 <= thread < self.threads and 0 <= reg < self.regs_per_thread):
+            return None
+        (r0, _), (dr, _) = self.thread_origin(thread), self.offset(reg)
+        return r0 + dr, 0
+
+    def owner(self, coord: tuple[int, int]) -> tuple[int, int]:
+        """The first lane of the quad holding row `coord[0]`, and its register."""
+        warp, r = divmod(coord[0], self.wm)
+        return 32 * warp + 4 * (r % 8), self.reg_of(r - r % 8)
+
+
 @cache
 def _c_owner() -> dict:
     """(row, col) of a 16 x 8 C fragment -> (lane, register), the ISA's table inverted."""
     return {c_m16n8k16(lane, reg): (lane, reg) for lane in range(32) for reg in range(4)}
 
 
-Layout = Sweep | Rows | Blocked | MmaAcc
+Layout = Sweep | Rows | Blocked | MmaAcc | MmaRows
 
 
 def _gcd(a: int, b: int) -> int:

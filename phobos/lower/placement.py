@@ -38,13 +38,13 @@ import os
 from dataclasses import dataclass, field, replace
 from math import prod
 
-from phobos.lower import alloc, dynamic, swizzle
+from phobos.lower import alloc, attend, dynamic, swizzle
 from phobos.lower import shape as shape_ops
 from phobos.lower.errors import NotLowered
 from phobos.lower.hirwalk import numbered
 from phobos.lower.hirwalk import walk as _walk
 from phobos.lower.kinds import CONTRACTIONS, ELEMENTWISE, REDUCTIONS, max_vec
-from phobos.lower.layout import Blocked, MmaAcc, Sweep
+from phobos.lower.layout import Blocked, MmaAcc, MmaRows, Sweep
 from phobos.lower.lir import Imm, SharedBuffer
 from phobos.lower.options import TMA, switch_count
 from phobos.lower.types import BYTES, elem_of
@@ -80,6 +80,7 @@ class Tile:
     panels: int | None = None  # its rows, where stored as 128-byte panels (a wgmma operand)
     micro: tuple[int, int] | None = None  # (tm, tn): a product's `Blocked` register layout
     mma: tuple[int, int] | None = None  # (warps_m, warps_n): a tensor-core product's `MmaAcc`
+    rows: int | None = None  # warps_m: per-row values beside an accumulator (`MmaRows`)
     stages: int = 1  # buffers of `nbytes` each: 2 to `MAX_STAGES` for a loop's cp.async ring
     tma: bool = False  # its ring's stages are written by TMA loads (`phobos.lower.tma`)
     base: object = None  # while a ring turns: the register holding this turn's stage
@@ -99,19 +100,22 @@ class Tile:
         """The bytes the tile takes in shared memory (its padding included)."""
         return prod(self.shape[:-1]) * self.row_pitch * BYTES[self.elem]
 
-    def layout(self, threads: int) -> Sweep | Blocked | MmaAcc:
+    def layout(self, threads: int) -> Sweep | Blocked | MmaAcc | MmaRows:
         """The register layout: `Blocked` for a product kept where it is computed on
-        FMA, `MmaAcc` for one computed by mma.sync, else the sweep."""
+        FMA, `MmaAcc` for one computed by mma.sync, `MmaRows` for the rows beside one,
+        else the sweep."""
         if self.micro is not None:
             return Blocked(self.shape, threads, *self.micro, self.vec)
         if self.mma is not None:
             return MmaAcc(self.shape, threads, *self.mma, self.vec)
+        if self.rows is not None:
+            return MmaRows(self.shape, threads, self.rows)
         return Sweep(self.shape, threads, self.vec)
 
     @property
     def kept(self) -> bool:
         """Whether the tile is held in a product's register layout (not the sweep's)."""
-        return self.micro is not None or self.mma is not None
+        return self.micro is not None or self.mma is not None or self.rows is not None
 
     def access(self):
         from phobos.lower.memory import BIG, Access
@@ -184,15 +188,42 @@ def normalize(body: hir.Block) -> hir.Block:
     body = dynamic.fuse(body)
     _VIEWS.clear()
     _VIEWS.update(_stageable_views(body))
+    _SLICES.clear()
+    _SLICES.update(_parameter_slices(body))
     try:
         return numbered(_normalize(body))
     finally:
         _VIEWS.clear()
+        _SLICES.clear()
 
 
 # The `let` views staged where they are bound: Sym -> its staging tile's Sym (None until
 # the binding is met). Filled for one `normalize` call.
 _VIEWS: dict = {}
+
+
+# The `let` views that name a slice of a tensor parameter at starts no statement can
+# change (lets, loop indices, parameters): Sym -> the slice. An operand read through
+# one is staged from the slice itself, so a ring can load it by TMA (a box of the
+# parameter) as it would `K[kt :+ 64, :]` written in place. Filled for one `normalize`.
+_SLICES: dict = {}
+
+
+def _parameter_slices(body) -> dict:
+    out = {}
+    for node in _walk(body):
+        if not (isinstance(node, hir.Let) and isinstance(node.sym.type, hir.TensorT)):
+            continue
+        v = node.value
+        if (isinstance(v, hir.Slice) and isinstance(v.base, hir.Ref)
+                and v.base.sym.kind == "param" and _fixed(v.subs)):  # fmt: skip
+            out[node.sym] = v
+    return out
+
+
+def _fixed(e) -> bool:
+    """Whether every name `e` reads is one no statement assigns (not a `var`)."""
+    return all(n.sym.kind != "var" for n in _walk(e) if isinstance(n, hir.Ref))
 
 
 def _normalize(body: hir.Block) -> hir.Block:
@@ -304,6 +335,8 @@ def _operand(a, out):
         return hir.Ref(stage, stage.type, stage.uni, span=a.span)
     if any(not isinstance(d, int) for d in a.type.dims):
         raise NotLowered("a product's operand with an extent bound at launch", a.span)
+    if isinstance(a, hir.Ref) and a.sym in _SLICES:
+        a = replace(_SLICES[a.sym], span=a.span)
     tmp = _temp("operand", _tile_type(a.type), a.uni)
     out.append(hir.VarDecl(tmp, _top(a, out), span=a.span))
     return hir.Ref(tmp, tmp.type, tmp.uni, span=a.span)
@@ -364,6 +397,10 @@ class _Planner:
         self.tiles: dict = {}  # Sym -> (shape, elem)
         self.decl_order: list = []
         self.other: dict = {}  # Sym -> why it cannot be in registers
+        self.marks: dict = {}  # Sym -> how many uses keep it from a sweep's registers
+        # Sym -> the sweeps that read it broadcast, and those of the row reductions that
+        # write it: the uses an `MmaRows` tile may have (`rows_beside`)
+        self.row_uses: dict = {}
         # Sym -> [(product, target)]: a tile that is some product's A operand and may stay
         # in the registers of an mma.sync accumulator's layout (`register_a_refusal`).
         self.reg_a: dict = {}
@@ -389,6 +426,7 @@ class _Planner:
         self.dots: list = []  # (the `dot` node, its target's Sym, under a varying branch)
         self.varying = 0  # branches open whose condition may differ within a warp
         self.paths: dict = {}  # label of a `dot` -> (path, why): `tensor_cores`
+        self.apart: dict = {}  # label of a `dot` -> why it stays off wgmma (`wgmma_apart`)
         self.wmma: set = set()  # labels of the `dot`s on WMMA (`on_wmma`)
         self.wmma_tiles: set = set()  # their operands and targets: on 32-byte boundaries
 
@@ -491,6 +529,13 @@ class _Planner:
             self.varying -= varying
             return
         if isinstance(s, hir.ExprStmt):
+            e = s.expr
+            if isinstance(e, hir.Builtin) and e.name == attend.NAME:
+                # its warps read q's rows and write the partials at their own addresses
+                q, *_, wm, wl, wacc = e.args
+                self.mark_other(q.sym, "`attend` reads it")
+                for x in (wm, wl, wacc):
+                    self.mark_other(x.sym, "`attend` writes it")
             self.scalar_uses(s.expr)
             return
         if isinstance(s, hir.Block):
@@ -563,9 +608,14 @@ class _Planner:
 
     # -- uses ----------------------------------------------------------------
 
-    def mark_other(self, sym, why):
+    def mark_other(self, sym, why, row_use=None):
+        """`sym` cannot be in a sweep's registers, for `why`; `row_use`: the sweep of the
+        use, one an `MmaRows` tile may have (a broadcast read, a row reduction's write)."""
         if sym in self.tiles:
             self.other.setdefault(sym, why)
+            self.marks[sym] = self.marks.get(sym, 0) + 1
+            if row_use is not None:
+                self.row_uses.setdefault(sym, []).append(row_use)
             self.touch(sym)
 
     def scalar_uses(self, e):
@@ -629,7 +679,8 @@ class _Planner:
             if sym is not None:
                 self.touch(sym)
                 if prod(dims) != 1:
-                    self.mark_other(sym, f"`{value.name}` writes it")
+                    row_use = sw if value.name in ("rowmax", "rowsum") and len(shape) == 2 else None
+                    self.mark_other(sym, f"`{value.name}` writes it", row_use=row_use)
             return
         if any(isinstance(d, hir.Dyn) for d in dims):
             if sym is not None:
@@ -692,7 +743,8 @@ class _Planner:
                 if tuple(e.type.dims) == tuple(shape):
                     sw.full.add(e.sym)
                 else:
-                    self.mark_other(e.sym, "it is read broadcast by a sweep of another shape")
+                    self.mark_other(e.sym, "it is read broadcast by a sweep of another shape",
+                                    row_use=sw)  # fmt: skip
             elif e.sym in self.lets:
                 self.touch_view(e.sym)
             return
@@ -730,6 +782,9 @@ class _Planner:
             else:
                 cand[sym] = "registers"
         blocked = self.blocked(cand)
+        rows = self.rows_beside(cand, blocked)
+        for sym in rows:
+            cand[sym] = "registers"
         # One vector width per register tile: the narrowest of its sweeps, to a fixpoint.
         vec_of = {s: max_vec(self.tiles[s][0]) for s in cand}
         for sym, lay in blocked.items():
@@ -764,6 +819,9 @@ class _Planner:
             }[place]
             if sym in blocked:
                 reason = "a product, kept in the registers it is computed in"
+            if sym in rows:
+                reason = ("per-row values of an accumulator, kept in the lanes that hold "
+                          "its rows")  # fmt: skip
             if place == "registers":
                 lay = Sweep(shape, threads, vec)
                 if sym in blocked:
@@ -785,6 +843,8 @@ class _Planner:
                 tile.micro = (blocked[sym].tm, blocked[sym].tn)
             elif place == "registers" and isinstance(blocked.get(sym), MmaAcc):
                 tile.mma = (blocked[sym].warps_m, blocked[sym].warps_n)
+            elif place == "registers" and sym in rows:
+                tile.rows = rows[sym]
             plan.tiles[sym] = tile
             log.debug("tile `%s` %s: %s (vector width %d%s)", sym.name, place, reason, vec,
                       f", micro-tile {tile.micro[0]}x{tile.micro[1]}" if tile.micro else
@@ -862,7 +922,8 @@ class _Planner:
         if tma:
             plan.mbarriers = buffers[-1]
             asked = self.asked or "PHOBOS_STAGES" in os.environ
-            if self.depth < TMA_STAGES and not self.deepened and not asked:
+            if (self.depth < TMA_STAGES and not self.deepened and not asked
+                    and all(self.sums_only(self.ring_loops[sym]) for sym in tma)):  # fmt: skip
                 # A TMA ring keeps a wgmma group in flight: its stages run L = 2 turns
                 # behind, so it takes more of them to keep loads ahead (`tma`). (Three
                 # stages, two CTAs an SM for small tiles, measured faster on large
@@ -977,6 +1038,69 @@ class _Planner:
                 self.other.setdefault(s, why)
         return {}
 
+    def rows_beside(self, cand, blocked) -> dict:
+        """The [R, 1] f32 tiles kept in `MmaRows` registers beside an accumulator, Sym ->
+        its warps down: every use that keeps one from a sweep's registers is a broadcast
+        read by a sweep in an `MmaAcc` layout of R rows held one warp column wide (`acc
+        = acc * corr`, `exp(s - m)`) or a `rowmax`/`rowsum` folding one (`m =
+        rowmax(s)`), all of the same warps; and every sweep over [R, 1] it is in runs on
+        such tiles alone and no tensor (`l = l * corr + rowsum(p)` stays in registers;
+        a sweep that stores a row to memory would store it from four lanes). Flash
+        attention's running max and sum then never touch shared memory. Off under
+        `PHOBOS_ACC_ROWS=0`, to measure what it gains."""
+        if os.environ.get("PHOBOS_ACC_ROWS") == "0":
+            return {}
+
+        def acc_of(sw):
+            for s in sw.full:
+                lay = blocked.get(s)
+                if isinstance(lay, MmaAcc) and cand.get(s) == "registers":
+                    return lay
+            return None
+
+        out = {}  # Sym -> its accumulator's warps down, or None where it has no row use
+        for sym in self.decl_order:
+            shape, elem = self.tiles[sym]
+            uses = self.row_uses.get(sym, [])
+            if (len(shape) != 2 or shape[1] != 1 or shape[0] == 1 or elem != "f32"
+                    or len(uses) != self.marks.get(sym, 0)):  # fmt: skip
+                continue
+            lays = [acc_of(sw) for sw in uses]
+            if all(lay is not None and lay.warps_n == 1 and lay.shape[0] == shape[0]
+                   for lay in lays) and len({lay.warps_m for lay in lays}) <= 1:  # fmt: skip
+                out[sym] = lays[0].warps_m if lays else None
+        # The tiles swept together are in one layout: a sweep over them alone (no tensor),
+        # their accumulators of the same warps; one with none is kept with those it is
+        # swept with (`m = mnew`), and a group with none at all stays as it was.
+        root = {s: s for s in out}
+
+        def find(s):
+            while root[s] is not s:
+                s = root[s]
+            return s
+
+        poisoned = []
+        for sw in self.sweeps.values():
+            mine = [s for s in sw.full if s in out]
+            if not mine:
+                continue
+            for s in mine[1:]:
+                root[find(s)] = find(mine[0])
+            if len(mine) != len(sw.full) or any(isinstance(s.type, hir.TensorT)
+                                                for s in sw.touched):  # fmt: skip
+                poisoned.append(mine[0])
+        bad = {find(s) for s in poisoned}
+        warps: dict = {}
+        for s, w in out.items():
+            if w is not None:
+                warps.setdefault(find(s), set()).add(w)
+        rows = {}
+        for s in out:
+            r = find(s)
+            if r not in bad and len(warps.get(r, ())) == 1:
+                rows[s] = next(iter(warps[r]))
+        return rows
+
     def tensor_cores(self, out) -> dict:
         """The tiles of `out` kept as mma.sync accumulators, Sym -> `MmaAcc`: the groups
         of tiles swept together whose every product qualifies (`mma_refusal`) and whose
@@ -1007,7 +1131,8 @@ class _Planner:
             lay = None
             shape = self.tiles[root][0]
             if not any(refusals.values()):
-                on_wgmma = {e.label: self.wgmma_refusal(e, shape) for e, _, _ in mine}
+                on_wgmma = {e.label: self.apart.get(e.label) or self.wgmma_refusal(e, shape)
+                            for e, _, _ in mine}  # fmt: skip
                 if not any(on_wgmma.values()):
                     lay = MmaAcc(tuple(shape), self.lw.threads, self.lw.threads // 32, 1)
                     for e, _, _ in mine:
@@ -1061,7 +1186,30 @@ class _Planner:
                     self.paths[e.label] = ("fma", why)
             if lay is not None:
                 layouts.update(dict.fromkeys(syms, lay))
+        apart = self.wgmma_apart(dots)
+        if apart:  # their groups on mma.sync, and the products beside them planned again
+            self.apart.update(apart)
+            return self.tensor_cores(out)
         return layouts
+
+    def wgmma_apart(self, dots) -> dict:
+        """The products on wgmma with an operand tile that a product on another path
+        reads too, label -> why. Such a tile is stored for ldmatrix (or FMA), not in
+        wgmma's canonical layout (`wgmma_operands`), so wgmma would read it wrong: the
+        product goes to mma.sync with its group. kda in f16 at D = 64, C = 128 shares
+        `v` between `dot(p, v)` on mma.sync and `dot(kt, v)` on wgmma."""
+        out = {}
+        register_a = os.environ.get("PHOBOS_WGMMA_REGISTER_A") != "0"
+        for e, _, _ in dots:
+            if not self.paths.get(e.label, ("",))[0].startswith("wgmma."):
+                continue
+            for k, x in enumerate(e.args):
+                if k == 0 and register_a and isinstance(x, hir.Ref) and x.sym in self.reg_a_live:
+                    continue  # A from registers: no tile
+                if isinstance(x, hir.Ref) and not self.only_operand(x.sym, ("wgmma.",)):
+                    out[e.label] = f"`{x.sym.name}` is also read by a product off wgmma"
+                    break
+        return out
 
     def register_a_refusal(self, a, mma) -> str | None:
         """Why the tile `a`, an A operand of products, does not stay in registers for
@@ -1131,9 +1279,9 @@ class _Planner:
             return f"N = {n} is not a multiple of 8 up to 256"
         for k, x in enumerate(e.args):
             if (k == 0 and isinstance(x, hir.Ref) and x.sym in self.reg_a_live
-                    and os.environ.get("PHOBOS_WGMMA_REGISTER_A") == "1"):  # fmt: skip
-                # A from registers (`register_a_refusal` holds it to its layout): asked
-                # for alone until it has run on the card (mma.sync takes it by default)
+                    and os.environ.get("PHOBOS_WGMMA_REGISTER_A") != "0"):  # fmt: skip
+                # A from registers (`register_a_refusal` holds it to its layout); 0 puts
+                # the product on mma.sync, to measure what wgmma gains
                 continue
             if not isinstance(x, hir.Ref) or x.sym not in self.tiles:
                 return "an operand is not a whole shared tile"
@@ -1144,6 +1292,21 @@ class _Planner:
             if not self.only_operand(x.sym):
                 return f"`{x.sym.name}` is read by more than products"
         return None
+
+    def sums_only(self, loop) -> bool:
+        """Whether `loop`'s turn is its ring's staging and `acc += dot(..)` alone (a GEMM's
+        k loop), whose wgmma groups stay in flight a turn (`tma`'s lag 2) and so take a
+        deeper ring. A turn that reads its products (attention's softmax) waits for them
+        each turn: two stages keep the next turn's boxes in flight, and more only cost
+        CTAs an SM (B4 H32 S4096 attention: 1.96 ms at 2 stages, 2.10 at 3, 2.40 at 5;
+        benchmarks/NOTES.md run 55)."""
+        for st in loop.body.stmts:
+            if isinstance(st, hir.VarDecl) and st.sym in self.rings:
+                continue
+            v = getattr(st, "value", None)
+            if not (isinstance(st, hir.Assign) and st.op == "+=" and _is_dot(v)):
+                return False
+        return True
 
     def specializes(self, tma) -> bool:
         """Whether the kernel's TMA ring gets a producer warpgroup of its own

@@ -29,7 +29,7 @@ import logging
 from phobos.lower import lir, scalars
 from phobos.lower.builder import Builder
 from phobos.lower.errors import NotLowered
-from phobos.lower.layout import MmaAcc
+from phobos.lower.layout import MmaAcc, MmaRows
 from phobos.lower.lir import Imm, Reg, Value
 from phobos.lower.sweep import Point, State, Sweeper, mma_points, points, run, versioned
 from phobos.lower.types import REG, elem_of
@@ -329,6 +329,13 @@ def _accumulator_rows(lw, e, target, lay: MmaAcc, sw, op: str, types) -> None:
     first = b.once(("lanegroup0", 4), lambda: b.op(
         "setp", "pred", b.op("and", "b32", lw.sreg("tid.x"), Imm(3, "b32"), dest_type="u32"),
         Imm(0, "u32"), cmp="eq", type="u32"))  # fmt: skip
+    tile = _target_tile(lw, target)
+    if tile is not None and tile.rows is not None:
+        # `MmaRows`: the quad's fold is in each of its lanes, the registers of their rows
+        for dr, v in folded.items():
+            reg = tile.regs[MmaRows.reg_of(dr)][0]
+            b.mov(reg, scalars.materialize(b, scalars.convert(b, v, acc_t, out_t), tile.elem))
+        return
     rows = [(row_of[dr], scalars.convert(b, v, acc_t, out_t), first) for dr, v in folded.items()]
     _write_lane_rows(lw, target, rows, e)
 

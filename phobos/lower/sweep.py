@@ -41,7 +41,7 @@ from phobos.lower.builder import iadd, imul, isub
 from phobos.lower.errors import NotLowered
 from phobos.lower.hirwalk import walk
 from phobos.lower.kinds import ELEMENTWISE, REDUCTIONS
-from phobos.lower.layout import Blocked, MmaAcc, Sweep
+from phobos.lower.layout import Blocked, MmaAcc, MmaRows, Sweep
 from phobos.lower.lir import For, If, Imm, Reg, Value
 from phobos.lower.types import BYTES, REG, elem_of, mov_type
 from phobos.lower.widths import VERSION
@@ -205,6 +205,33 @@ def mma_points(lw, lay: MmaAcc, state) -> list[Point]:
             for g, (dr, dc) in enumerate(lay.offset(g * lay.vec) for g in range(lay.groups))]  # fmt: skip
 
 
+def rows_points(lw, lay: MmaRows, state) -> list[Point]:
+    """The registers of an `MmaRows` layout: the row origin of `mma_points` (the thread's
+    warp block, then `lane // 4`), each register a constant row below it."""
+    b, t = lw.b, lw.idx
+
+    def origin():
+        tid = lw.tid()
+        warp, lane = _idiv(lw, tid, 32), _irem(lw, tid, 32)
+        return iadd(b, t, imul(b, t, warp, lay.wm), _idiv(lw, lane, 4))
+
+    row = b.once(("mma-rows.origin", lay.key), origin)
+    zero = Imm(0, t)
+    return [Point(lay.shape, ((row, lay.offset(g)[0]), (zero, 0)), 1, None, g, state, lay.key)
+            for g in range(lay.groups)]  # fmt: skip
+
+
+def _beside(tile, layout_key) -> bool:
+    """Whether a sweep in the layout `layout_key` is of an `MmaAcc` whose rows the
+    `MmaRows` tile `tile` holds (one warp column, the same warps down), the point seen
+    by the tile's [R, 1] shape (`Point.narrow`)."""
+    if isinstance(layout_key, tuple) and layout_key[0] == "narrow":
+        layout_key = layout_key[1]
+    return (isinstance(layout_key, tuple) and layout_key[0] == "mma"
+            and layout_key[1][0] == tile.shape[0] and layout_key[2] == tile.rows
+            and layout_key[3] == 1)  # fmt: skip
+
+
 def _split(lw, x, n: int):
     """(x // n, x % n)."""
     return _idiv(lw, x, n), _irem(lw, x, n)
@@ -213,8 +240,8 @@ def _split(lw, x, n: int):
 def run(lw, shape, vec, evaluate, commit, *, unroll_any=False, layout=None) -> None:
     """Evaluate every group, then commit every group (loads issue before stores)."""
     shape = tuple(shape)
-    if isinstance(layout, (Blocked, MmaAcc)):
-        make = blocked_points if isinstance(layout, Blocked) else mma_points
+    if isinstance(layout, (Blocked, MmaAcc, MmaRows)):
+        make = {Blocked: blocked_points, MmaAcc: mma_points, MmaRows: rows_points}[type(layout)]
         pts = make(lw, layout, State())
         values = [evaluate(p) for p in pts]
         for p, v in zip(pts, values, strict=True):
@@ -408,6 +435,9 @@ class Sweeper:
             tile = lw.tiles[e.sym]
             if tile.place == "replicated":
                 return [tile.regs[0]]
+            if tile.rows is not None and _beside(tile, p.layout):
+                # the row's value, in the thread's own register of the accumulator's row
+                return [tile.regs[MmaRows.reg_of(p.coords[0][1])][0]]
             if p.group is None or tile.vec != p.lanes or _layout_key(tile, lw) != p.layout:
                 raise NotLowered(f"`{e.sym.name}` read by another layout", e.span)
             return list(tile.regs[p.group])
@@ -737,7 +767,9 @@ def elementwise(lw, s, target, op, value, vec: int | None = None) -> None:
 def _layout_key(tile, lw) -> tuple:
     """The `Point.layout` of a sweep in `tile`'s register layout."""
     lay = tile.layout(lw.threads)
-    return lay.key if isinstance(lay, (Blocked, MmaAcc)) else ("sweep", tuple(tile.shape), tile.vec)
+    if isinstance(lay, (Blocked, MmaAcc, MmaRows)):
+        return lay.key
+    return ("sweep", tuple(tile.shape), tile.vec)
 
 
 def reads_registers(lw, e) -> bool:

@@ -55,6 +55,7 @@ from __future__ import annotations
 import logging
 
 from phobos.lower import scalars
+from phobos.lower.hirwalk import walk
 from phobos.lower.lir import Break, For, If, Imm, Loop, TensorMap
 from phobos.lower.swizzle import LINE
 from phobos.lower.types import BYTES, elem_of
@@ -95,6 +96,7 @@ class TmaRing:
         walked = lw.walk is not None and lw.walk.loop is loop
         once = not lw.tracker.loops or walked
         self.ok = bool(self.staged) and lw.plan.mbarriers is not None and once
+        self.fenced: set[str] = set()  # buffers fenced once before the loop (`setup`)
         self.cluster = None  # the walk's pairing (`phobos.lower.cluster`), set before `setup`
 
     def __bool__(self) -> bool:
@@ -144,6 +146,12 @@ class TmaRing:
                     b.emit("mbarrier_init", (), (empty, Imm(groups, "u32")))
             b.emit("fence_mbarrier_init")
         b.add(If(self.leader, init.block, None, span=b.span))
+        # The loop's other wgmma operands (attention's `q`), written before it through
+        # the generic proxy: fenced for the async one once here, under the barrier below,
+        # not each turn before their products (`wgmma.product`).
+        self.fenced = self._invariant_operands()
+        if self.fenced:
+            b.emit("fence", space="shared", proxy="async")
         # The inits, before any thread waits (the producer's threads too; in a cluster,
         # before the peer's boxes complete on them: the fence released them already).
         lw.tracker.barrier(force=True, whole=self.specialized, cluster=bool(self.cluster),
@@ -173,7 +181,7 @@ class TmaRing:
         lw = self.lw
         self.lo = lo
         lw.wgmma_pending = self.lag - 1
-        lw.async_written = {tile.buffer.name for _, tile in self.staged}
+        lw.async_written = {tile.buffer.name for _, tile in self.staged} | self.fenced
         # An f16 accumulator's b32 pairs stay wgmma's through the loop, a group in flight
         # from one turn into the next: packed once here, unpacked after the last wait.
         self.words = []
@@ -326,6 +334,34 @@ class TmaRing:
             b.add(For(var, self.lo, self.hi, Imm(self.step, self.lo.type), turn.block,
                       span=b.span))  # fmt: skip
         b.add(If(first, body.block, None, span=b.span))
+
+    def _invariant_operands(self) -> set[str]:
+        """The shared buffers of the loop's wgmma operands that are not its ring's and that
+        nothing in the loop writes, where the CTA runs one block (a walked CTA stages its
+        next block's tiles after this point)."""
+        lw = self.lw
+        if lw.walk is not None:
+            return set()
+        written = set()
+        for n in walk(self.loop.body):
+            if isinstance(n, hir.VarDecl):
+                written.add(n.sym)
+            elif isinstance(n, hir.Assign):
+                t = n.target
+                while isinstance(t, hir.Slice):
+                    t = t.base
+                written.add(getattr(t, "sym", None))
+        out = set()
+        for n in walk(self.loop.body):
+            if not (isinstance(n, hir.Builtin) and n.name in ("dot", "dot_t")
+                    and lw.plan.paths.get(n.label, "").startswith("wgmma")):  # fmt: skip
+                continue
+            for a in n.args:
+                tile = lw.tiles.get(getattr(a, "sym", None))
+                if (tile is not None and tile.place == "shared" and tile.stages < 2
+                        and a.sym not in written):  # fmt: skip
+                    out.add(tile.buffer.name)
+        return out
 
     def close(self) -> None:
         for _, tile in self.staged:

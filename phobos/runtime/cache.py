@@ -118,6 +118,7 @@ def _is_chip(chip: str) -> bool:
 # optimisation off or down, to measure what it gains). Their values are part of every
 # key, so a kernel compiled with one set is never served where it is not.
 LOWERING_SWITCHES = (
+    "PHOBOS_ACC_ROWS",
     "PHOBOS_CLUSTER",
     "PHOBOS_PREFETCH",
     "PHOBOS_RASTER",

@@ -17,9 +17,20 @@ torch = torch_on_a_gpu()
 import test_lower_attention as forms  # noqa: E402
 from lowerkit import python_kernel  # noqa: E402
 
+# `dot(p, v)` on wgmma with `p` from registers, K and V by a TMA ring (the default),
+# and on mma.sync, K and V by cp.async (PHOBOS_WGMMA_REGISTER_A=0)
+PV = ["wgmma", "mma.sync"]
 
+
+def _pv(pv, monkeypatch):
+    if pv == "mma.sync":
+        monkeypatch.setenv("PHOBOS_WGMMA_REGISTER_A", "0")
+
+
+@pytest.mark.parametrize("pv", PV)
 @pytest.mark.parametrize("n", [100, 1000, 4100])
-def test_causal_attention_on_the_card(n, tmp_path):
+def test_causal_attention_on_the_card(n, pv, tmp_path, monkeypatch):
+    _pv(pv, monkeypatch)
     kern = python_kernel(forms.CAUSAL, tmp_path, f"c{n}")
     q, k, v = (torch.randn(n, 64).half() for _ in range(3))
     o = torch.full((n, 64), float("nan"), device="cuda")
@@ -31,23 +42,26 @@ def test_causal_attention_on_the_card(n, tmp_path):
     np.testing.assert_allclose(got, ref, rtol=3e-3, atol=3e-3)
 
 
+@pytest.mark.parametrize("pv", PV)
+@pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("heads, kv_heads, s", [(4, 4, 256), (8, 2, 512)])
-def test_attention_over_heads_on_the_card(causal, heads, kv_heads, s):
+def test_attention_over_heads_on_the_card(causal, heads, kv_heads, s, d, pv, monkeypatch):
+    _pv(pv, monkeypatch)
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from examples.attention import attention, attention_causal
 
     g = heads // kv_heads
-    kern = (attention_causal if causal else attention).variant(G=g)
-    q = torch.randn(heads * s, 64).half()
-    k, v = (torch.randn(kv_heads * s, 64).half() for _ in range(2))
-    o = torch.full((heads * s, 64), float("nan"), device="cuda")
-    kern[(s // 64, heads)](q.cuda(), k.cuda(), v.cuda(), o, s, 0.125)
+    kern = (attention_causal if causal else attention).variant(G=g, D=d)
+    q = torch.randn(heads * s, d).half()
+    k, v = (torch.randn(kv_heads * s, d).half() for _ in range(2))
+    o = torch.full((heads * s, d), float("nan"), device="cuda")
+    kern[(s // 64, heads)](q.cuda(), k.cuda(), v.cuda(), o, s, d**-0.5)
     torch.cuda.synchronize()
     got = o.cpu().numpy()
     assert not np.isnan(got).any(), "elements never written"
     for h in range(heads):
         rows, kv = slice(h * s, (h + 1) * s), slice(h // g * s, (h // g + 1) * s)
         ref = forms.reference(q[rows].double().numpy(), k[kv].double().numpy(),
-                              v[kv].double().numpy(), 0.125, causal)  # fmt: skip
+                              v[kv].double().numpy(), d**-0.5, causal)  # fmt: skip
         np.testing.assert_allclose(got[rows], ref, rtol=3e-3, atol=3e-3)

@@ -81,19 +81,21 @@ def reference(q, k, v, scale, causal):
     return p / p.sum(axis=1, keepdims=True) @ v
 
 
-@pytest.mark.parametrize("chip", ["sm_80", "sm_90a", "sm_90a+wgmma-a"])
+@pytest.mark.parametrize("chip", ["sm_80", "sm_90a", "sm_90a+mma-pv"])
 @pytest.mark.parametrize("n", [100, 192, 70])
 def test_causal_attention_agrees_and_skips_the_tiles_it_cannot_see(chip, n, monkeypatch):
-    # sm_90a: `s` on wgmma, `dot(p, v)` on mma.sync with A from registers; with
-    # PHOBOS_WGMMA_REGISTER_A=1 both on wgmma, the second's A four words of `p` a k step.
-    if chip.endswith("+wgmma-a"):
-        monkeypatch.setenv("PHOBOS_WGMMA_REGISTER_A", "1")
+    # sm_90a: both products on wgmma, the second's A four words of `p` a k step, K and
+    # V by a TMA ring; with PHOBOS_WGMMA_REGISTER_A=0 `dot(p, v)` on mma.sync (A from
+    # registers too) and the ring cp.async's.
+    if chip.endswith("+mma-pv"):
+        monkeypatch.setenv("PHOBOS_WGMMA_REGISTER_A", "0")
     hk, k = lowered(CAUSAL, chip=chip.split("+")[0])
     mmas = ops(k, "wgmma_mma")
-    if chip.endswith("+wgmma-a"):
+    if chip == "sm_90a":
         assert not ops(k, "mma") and any(len(i.srcs) == 6 + len(i.dests) for i in mmas)
+        assert len(ops(k, "tma_load")) >= 2 and not ops(k, "cp_async")
     else:
-        assert ops(k, "mma") and bool(mmas) == (chip == "sm_90a")
+        assert ops(k, "mma") and bool(mmas) == (chip != "sm_80")
     assert not any(b.name.startswith("tile_p") for b in k.shared)  # `p` in registers
     Q, K, V = (inputs("f16", (n, 64)) for _ in range(3))
     want, got = run(hk, k, (-(-n // 64),), {"Q": Q, "K": K, "V": V, "O": nan(n, 64)},
