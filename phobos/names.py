@@ -36,7 +36,7 @@ PLANNED_ATTRIBUTES: dict[str, str] = {
     "assert_coalesced": "Planned; an error until implemented.",
 }
 
-# SPEC.md "Built-ins", "Operators and conversions", "Quantized built-ins".
+# SPEC.md "Built-ins", "Operators and conversions", "Attention", "Quantized built-ins".
 BUILTINS: dict[str, tuple[str, str]] = {
     # Indexing and synchronization
     "barrier": ("()", "Every thread of the CTA waits for every other."),
@@ -84,6 +84,11 @@ BUILTINS: dict[str, tuple[str, str]] = {
     # Dense contraction
     "dot": ("(a, b)", "[M, K] x [K, N] -> [M, N]."),
     "dot_t": ("(a, b)", "[M, K] x [N, K] -> [M, N]."),
+    # Attention (ours: SPEC.md's row gives the shapes, not the name; docs/attention.md)
+    "attend": (
+        "(q, K, V, start, stop, WM, WL, WACC)",
+        "Each warp's softmax partials of q against its share of the keys [start, stop).",
+    ),
     # Collectives and shuffles (configured with over=, width=, xor=, from_=, down=, up=)
     "sum": ("(x, over=None, width=None)", "Sum across a group, or a thread's own run."),
     "any": ("(c, over, width=None)", "Any across a group."),

@@ -15,7 +15,7 @@ from dataclasses import fields, is_dataclass
 
 import numpy as np
 
-from phobos.interp import ops
+from phobos.interp import attend, ops
 from phobos.interp.collectives import LANES, argmax_op, cta_fold, lane_fold, shuffle
 from phobos.interp.errors import InterpError
 from phobos.interp.values import View, convert, elem_name, typed
@@ -176,6 +176,22 @@ class BuiltinCalls:
 
     def b_dot_t(self, e):
         return self._dot(e, True)
+
+    def b_attend(self, e):
+        q, k, v, start, stop, wm, wl, wacc = e.args
+        lo = int(self.uniform(self.scalar(start), "`attend`"))
+        hi = int(self.uniform(self.scalar(stop), "`attend`"))
+        keys, values = self.view(k), self.view(v)
+        if keys.shape[0] != values.shape[0]:
+            raise InterpError(
+                f"`attend` takes `K` and `V` with the same rows, not {keys.shape[0]} "
+                f"and {values.shape[0]}"
+            )
+        warps = self.T // LANES
+        out = attend.partials(self.arr(q), keys.read(), values.read(), lo, hi, warps)
+        for target, value in zip((wm, wl, wacc), out, strict=True):
+            self.view(target).write(value)
+        return typed(0, elem_name(e.type))
 
     def b_popcount(self, e):
         return convert(ops.popcount(self.arr(e.args[0])), elem_name(e.type))

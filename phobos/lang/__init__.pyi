@@ -294,6 +294,9 @@ def dot(a: Any, b: Any) -> Any:
 def dot_t(a: Any, b: Any) -> Any:
     """[M, K] x [N, K] -> [M, N]."""
 
+def attend(q: Any, K: Any, V: Any, start: Any, stop: Any, WM: Any, WL: Any, WACC: Any) -> Any:
+    """Each warp's softmax partials of q against its share of the keys [start, stop)."""
+
 def sum(x: Any, over: Any = ..., width: Any = ...) -> Any:
     """Sum across a group, or a thread's own run."""
 

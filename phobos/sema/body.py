@@ -64,6 +64,7 @@ class KernelChecker(UniformityMixin):
         self.frames: list[dict] = [{"loops": 0, "fn": None}]
         self.tile_target: tuple | None = None  # dims of the tile being assigned
         self.accumulating = None  # the `dot` call of `acc += dot(..)` into an f16 tile
+        self.statement = None  # the call of the expression statement being checked (`attend`)
         self.python = is_python(kernel)
         self.checked_uses: set[str] = set()
         self.dyn: dict[str, hir.Sym] = {}
@@ -675,7 +676,11 @@ class KernelChecker(UniformityMixin):
             fn = self.fns[e.func.id]
             if isinstance(fn.body, ast.Block) and scope.lookup(e.func.id) is None:
                 return self.splice(fn, e, scope)
-        value = self.expr(e, scope)
+        saved, self.statement = self.statement, e
+        try:
+            value = self.expr(e, scope)
+        finally:
+            self.statement = saved
         if value.type == ERR:
             raise Bail
         return hir.ExprStmt(value, span=s.span)

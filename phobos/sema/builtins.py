@@ -86,6 +86,10 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
         from phobos.sema.quantized import check_quantized
 
         return check_quantized(ck, name, call, scope)
+    if name == "attend":
+        from phobos.sema.attend import check_attend
+
+        return check_attend(ck, call, scope)
     if name in SCALARS and name not in CONVERSIONS:
         ck.error(
             "E0317",

@@ -301,7 +301,7 @@ class Return(Stmt):
 
 @dataclass(frozen=True)
 class ExprStmt(Stmt):
-    """A statement that is a call: `barrier()`, `atomic_add(..)`, `store(..)`."""
+    """A statement that is a call: `barrier()`, `atomic_add(..)`, `store(..)`, `attend(..)`."""
 
     expr: Expr
 

@@ -1,0 +1,92 @@
+"""Split-KV decode attention (flash-decoding) with the `attend` built-in (ours,
+docs/attention.md): one new token's query heads against a long cache of keys and
+values, the keys split between CTAs so that a few heads still fill the card.
+
+The layout is a model's with grouped-query attention: `Q` holds each batch's query
+heads by rows ([B * HQ, D]), `K` and `V` each KV head's S cached rows ([B * HKV * S,
+D]), and the G = HQ / HKV query heads of KV head kv are rows kv G .. kv G + G - 1 of Q
+(here G = 4: 32 query heads on 8 KV heads). `decode_split` runs on a grid of (splits,
+B * HKV) CTAs of eight warps: CTA (x, kv) attends KV head kv's keys
+[x CH, (x + 1) CH), its eight warps' partials merged in the CTA, and writes the
+split's output (normalised) and its log-sum-exp. `decode_merge` merges the splits of
+each KV head's G rows, as SPEC.md says the caller does:
+
+    M = max_x lse_x;   O = sum_x exp(lse_x - M) O_x / sum_x exp(lse_x - M)
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> q = rng.standard_normal((4, 64)).astype(np.float16)
+    >>> k, v = (rng.standard_normal((40, 64)).astype(np.float16) for _ in range(2))
+    >>> po, pl = np.zeros((3 * 4, 64), np.float32), np.zeros((3 * 4, 1), np.float32)
+    >>> decode_split.variant(D=64)[(3, 1)](q, k, v, po, pl, 40, 16, 0.125)
+    >>> o = np.zeros((4, 64), np.float32)
+    >>> decode_merge.variant(D=64)[(1,)](po, pl, o, 3)
+    >>> s = q.astype(np.float64) @ k.astype(np.float64).T * 0.125
+    >>> p = np.exp(s - s.max(axis=1, keepdims=True))
+    >>> want = p / p.sum(axis=1, keepdims=True) @ v.astype(np.float64)
+    >>> bool(np.abs(o - want).max() < 1e-3)
+    True
+"""
+
+from __future__ import annotations
+
+import phobos.lang as ph
+
+
+@ph.kernel
+@ph.autotune(D=[64, 128])
+@ph.launch(256)
+def decode_split(
+    Q: ph.tensor[ph.f16][RQ, D],
+    K: ph.tensor[ph.f16][RK, D],
+    V: ph.tensor[ph.f16][RK, D],
+    PO: ph.tensor[ph.f32][RP, D],
+    PL: ph.tensor[ph.f32][RP, 1],
+    S: ph.i32,
+    CH: ph.i32,
+    scale: ph.f32,
+):
+    kv: ph.let = ph.ctx.block.y
+    split: ph.let = ph.ctx.block.x
+    first: ph.let = kv * S + split * CH
+    last: ph.let = ph.min(first + CH, kv * S + S)
+    q: ph.var[ph.tile[ph.f32][4, D]] = ph.f32(Q[kv * 4:+4, :]) * scale
+    wm: ph.var[ph.tile[ph.f32][4, 8]]
+    wl: ph.var[ph.tile[ph.f32][4, 8]]
+    wacc: ph.var[ph.tile[ph.f32][32, D]]
+    ph.attend(q, K, V, first, last, wm, wl, wacc)
+    # the eight warps' partials, merged
+    m: ph.var[ph.tile[ph.f32][4, 1]] = ph.rowmax(wm)
+    c: ph.var[ph.tile[ph.f32][4, 8]] = ph.exp(wm - m)
+    l: ph.var[ph.tile[ph.f32][4, 1]] = ph.rowsum(wl * c)
+    o: ph.var[ph.tile[ph.f32][4, D]] = 0.0
+    for w in range(8):
+        o += wacc[w * 4:+4, :] * c[:, w:+1]
+    row: ph.let = (kv * ph.ctx.blocks.x + split) * 4
+    PO[row:+4, :] = o / l
+    PL[row:+4, :] = m + ph.log(l)
+
+
+@ph.kernel
+@ph.autotune(D=[64, 128])
+@ph.launch(128)
+def decode_merge(
+    PO: ph.tensor[ph.f32][RP, D],
+    PL: ph.tensor[ph.f32][RP, 1],
+    O: ph.tensor[ph.f32][RO, D],
+    splits: ph.i32,
+):
+    kv: ph.let = ph.ctx.block.x
+    m: ph.var[ph.tile[ph.f32][4, 1]] = -1.0e30
+    l: ph.var[ph.tile[ph.f32][4, 1]] = 0.0
+    o: ph.var[ph.tile[ph.f32][4, D]] = 0.0
+    for x in range(0, splits):
+        row: ph.let = (kv * splits + x) * 4
+        lse: ph.var[ph.tile[ph.f32][4, 1]] = PL[row:+4, :]
+        mn: ph.var[ph.tile[ph.f32][4, 1]] = ph.tmax(m, lse)
+        old: ph.var[ph.tile[ph.f32][4, 1]] = ph.exp(m - mn)
+        new: ph.var[ph.tile[ph.f32][4, 1]] = ph.exp(lse - mn)
+        l = l * old + new
+        o = o * old + PO[row:+4, :] * new
+        m = mn
+    O[kv * 4:+4, :] = o / l

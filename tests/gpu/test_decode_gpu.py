@@ -1,0 +1,41 @@
+"""Split-KV decode attention on the card (examples/decode.py, the `attend` built-in):
+one token's 4 query heads a KV head, the cache split between CTAs (the last split
+ragged), launched as a user launches it, outputs poisoned with NaN first, against a
+float64 reference."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gpukit import torch_on_a_gpu
+
+torch = torch_on_a_gpu()
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from examples.decode import decode_merge, decode_split  # noqa: E402
+
+
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("heads, s, ch", [(8, 1000, 256), (3, 4100, 512), (16, 300, 1024)])
+def test_split_kv_decode_on_the_card(heads, s, ch, d):
+    splits = -(-s // ch)
+    scale = d**-0.5
+    q = torch.randn(heads * 4, d).half()
+    k, v = (torch.randn(heads * s, d).half() for _ in range(2))
+    po = torch.full((heads * splits * 4, d), float("nan"), device="cuda")
+    pl = torch.full((heads * splits * 4, 1), float("nan"), device="cuda")
+    o = torch.full((heads * 4, d), float("nan"), device="cuda")
+    decode_split.variant(D=d)[(splits, heads)](q.cuda(), k.cuda(), v.cuda(), po, pl, s, ch, scale)
+    decode_merge.variant(D=d)[(heads,)](po, pl, o, splits)
+    torch.cuda.synchronize()
+    got = o.cpu().numpy()
+    assert not np.isnan(got).any(), "elements never written"
+    q64, k64, v64 = (x.double().numpy() for x in (q, k, v))
+    for h in range(heads):
+        sc = q64[4 * h : 4 * h + 4] @ k64[h * s : (h + 1) * s].T * scale
+        p = np.exp(sc - sc.max(axis=1, keepdims=True))
+        want = p / p.sum(axis=1, keepdims=True) @ v64[h * s : (h + 1) * s]
+        np.testing.assert_allclose(got[4 * h : 4 * h + 4], want, rtol=2e-3, atol=2e-3)
