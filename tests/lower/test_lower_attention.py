@@ -64,12 +64,15 @@ kernel grouped(Q: tensor<f16>[R, 64], K: tensor<f16>[RK, 64], V: tensor<f16>[RK,
 """
 
 
-def grouped(causal: bool) -> str:
+def grouped(causal: bool, elem: str = "f16", d: int = 64) -> str:
+    """GROUPED, causal or not, of `elem` Q, K, V (and `p`) with head dim `d`."""
+    src = GROUPED.replace("f16", elem).replace("R, 64]", f"R, {d}]").replace("RK, 64]", f"RK, {d}]")
+    src = src.replace("var acc: tile<f32>[64, 64]", f"var acc: tile<f32>[64, {d}]")
     if causal:
-        return GROUPED.replace("CAUSAL_BOUND", "row + 64").replace(
+        return src.replace("CAUSAL_BOUND", "row + 64").replace(
             "CAUSAL_MASK", "where(iota(1) + kt <= iota(0) + row, s, -1.0e30)"
         )
-    return GROUPED.replace("CAUSAL_BOUND", "S").replace("    s = CAUSAL_MASK\n", "")
+    return src.replace("CAUSAL_BOUND", "S").replace("    s = CAUSAL_MASK\n", "")
 
 
 def reference(q, k, v, scale, causal):
@@ -105,25 +108,33 @@ def test_causal_attention_agrees_and_skips_the_tiles_it_cannot_see(chip, n, monk
     np.testing.assert_allclose(got["O"], ref, rtol=3e-3, atol=3e-3)
 
 
+@pytest.mark.parametrize("chip, elem, d", [("sm_90a", "f16", 64), ("sm_90a", "bf16", 128),
+                                           ("sm_80", "bf16", 64), ("sm_80", "f16", 128)])  # fmt: skip
 @pytest.mark.parametrize("causal", [False, True])
-def test_grouped_query_attention_through_the_grid(causal):
-    # 4 query heads on 2 KV heads (G = 2), 128 tokens each.
-    hk, k = lowered(grouped(causal), "grouped", chip="sm_90a")
+def test_grouped_query_attention_through_the_grid(causal, chip, elem, d):
+    # 4 query heads on 2 KV heads (G = 2), 128 tokens each; f16 and bf16, D 64 and 128.
+    # On sm_90a both products on wgmma, the row statistics in the accumulator's lanes.
+    hk, k = lowered(grouped(causal, elem, d), "grouped", chip=chip)
+    if chip == "sm_90a":
+        assert not ops(k, "mma") and ops(k, "wgmma_mma")
+    assert not any(b.name.startswith(("tile_m", "tile_l", "tile_corr")) for b in k.shared)
     heads, kv_heads, s = 4, 2, 128
-    Q = inputs("f16", (heads * s, 64))
-    K, V = (inputs("f16", (kv_heads * s, 64)) for _ in range(2))
-    want, got = run(hk, k, (s // 64, heads), {"Q": Q, "K": K, "V": V, "O": nan(heads * s, 64)},
+    Q = inputs(elem, (heads * s, d))
+    K, V = (inputs(elem, (kv_heads * s, d)) for _ in range(2))
+    want, got = run(hk, k, (s // 64, heads), {"Q": Q, "K": K, "V": V, "O": nan(heads * s, d)},
                     {"S": s, "G": heads // kv_heads, "scale": 0.125})  # fmt: skip
     agree(got, want, rtol=2e-3, atol=2e-3, outputs=("O",))
     for h in range(heads):
         rows, kvr = slice(h * s, (h + 1) * s), slice(h // 2 * s, (h // 2 + 1) * s)
         q, kk, v = (x[0].astype(np.float64)[r] for x, r in ((Q, rows), (K, kvr), (V, kvr)))
+        tol = 3e-3 if elem == "f16" else 2e-2  # bf16's `p` keeps 8 bits
         np.testing.assert_allclose(got["O"][rows], reference(q, kk, v, 0.125, causal),
-                                   rtol=3e-3, atol=3e-3)  # fmt: skip
+                                   rtol=tol, atol=tol)  # fmt: skip
 
 
 @pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
 def test_the_attention_ptx_assembles_without_a_spill(chip):
-    for src, name in ((CAUSAL, "k"), (grouped(True), "grouped")):
+    for src, name in ((CAUSAL, "k"), (grouped(True), "grouped"),
+                      (grouped(False, "bf16", 128), "grouped")):  # fmt: skip
         _, k = lowered(src, name, chip=chip)
         ptxas_clean(k, chip)
