@@ -179,3 +179,34 @@ def test_the_hgemm_example_on_wgmma(tile_n):
     A, B = inputs("f16", (m, kk)), inputs("f16", (kk, n))
     want, got = run(built.hir, k, (1, 1), {"A": A, "B": B, "C": nan(m, n)})
     agree(got, want)
+
+
+def test_a_tile_shared_with_a_product_on_mma_sync_keeps_both_off_wgmma(caplog):
+    # `b` is B of a 128-row product (mma.sync on one warpgroup) and of a 64-row one (fit
+    # for wgmma). It is stored for ldmatrix, rows of 256 bytes whole, not wgmma's two
+    # panels of 128, so the second runs on mma.sync too: wgmma read it wrong (kda in f16
+    # at D = 64, C = 128 computed garbage on the H200 before this).
+    src = """
+@tensorcore
+@launch(128)
+kernel k(A: tensor<f16>[128, 64], B: tensor<f16>[64, 128], C: tensor<f32>[128, 128],
+         D: tensor<f32>[64, 128]) {
+  var a = A[0 :+ 128, :]
+  var a2 = A[0 :+ 64, :]
+  var b = B[0 :+ 64, :]
+  var c: tile<f32>[128, 128] = dot(a, b)
+  var d: tile<f32>[64, 128] = dot(a2, b)
+  C[0 :+ 128, :] = c
+  D[0 :+ 64, :] = d
+}
+"""
+    with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
+        hk, k = lowered(src, chip="sm_90a")
+    assert ops(k, "mma") and not ops(k, "wgmma_mma")
+    logged = [r.getMessage() for r in caplog.records]
+    assert "not on wgmma: `b` is also read by a product off wgmma; on mma.sync" in logged
+    A, B = inputs("f16", (128, 64)), inputs("f16", (64, 128))
+    want, got = run(hk, k, (1,), {"A": A, "B": B, "C": nan(128, 128), "D": nan(64, 128)})
+    agree(got, want, outputs=("C", "D"))
+    a, b = (x[0].astype(np.float64) for x in (A, B))
+    np.testing.assert_allclose(got["D"], a[:64] @ b, rtol=1e-5, atol=1e-5)
