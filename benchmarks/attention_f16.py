@@ -5,7 +5,7 @@ and efficient backends on the same head, in one run on one card.
 
     python benchmarks/attention_f16.py [--n N ...] [--heads]
 
-`--heads` times examples/attention.py instead, B 4, H 32, S 4096, D 64, causal and not,
+`--heads` times examples/attention.py instead, B 4, H 32, S 4096, D 64 (`--d` for others), causal and not,
 against torch SDPA's flash, cuDNN and efficient backends (causal FLOPs counted as half).
 
 FLOPs: `4 Nq Nk D` (two products). Each Phobos result is checked first against a float64
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.run import in_turns  # noqa: E402
-from examples.attention import attention, attention_causal  # noqa: E402
+from examples.attention import ROWS, attention, attention_causal  # noqa: E402
 from examples.flash_attention_f16 import flash_attention_f16  # noqa: E402
 from phobos.runtime.launch_gpu import GpuKernel  # noqa: E402
 
@@ -99,7 +99,7 @@ def heads(b: int = 4, h: int = 32, s: int = 4096, d: int = 64) -> None:
                 print(f"{name}: {str(exc).splitlines()[0]}")
                 continue
             fns[name] = run
-        grid = (s // 64, b * h)
+        grid = (s // ROWS, b * h)
         for form, env in HEAD_FORMS.items():
             built = under(env, lambda kern=kern: kern.variant(G=1, D=d).compile(chip="sm_90a"))
             gk = GpuKernel(built.contract, built.ptx)

@@ -28,11 +28,13 @@ NOT_LOWERED: dict = {}
 # A product sums in another order than numpy's, and kda carries its state across chunks
 # through `exp` of cumulative gates drawn from a standard normal, so its sums cancel:
 # its outputs meet the tile interpreter's to this tolerance (f32). Flash attention in f16
+# (one head, and examples/attention.py's over heads)
 # rounds its probabilities to f16 after an `exp` of scores summed in another order, so
 # one half-ulp flip of `p` (2^-11 of it) moves an output by up to 1e-4 of its scale.
 # kda in f16 rounds its decayed queries and keys, its masked scores and its state to f16
 # after products summed in another order: half-ulp flips of those (2^-11) reach its outputs.
 PRODUCT_TOLERANCE = {"kda": (1e-3, 2e-4), "flash_attention_f16": (2e-3, 2e-4),
+                     "attention": (2e-3, 2e-4), "attention_causal": (2e-3, 2e-4),
                      "kda_f16": (2e-3, 2e-3)}  # fmt: skip
 # Only the first tile choice of kda fits 48 KB of shared memory (its state, both decayed
 # operands, the scores and the staged values are [64, 64] f32 tiles at C = 64).

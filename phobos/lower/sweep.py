@@ -466,6 +466,10 @@ class Sweeper:
                 v = iadd(b, self.lw.idx, reg, off)
                 out.append(v if self.lw.idx == "s32" else scalars.convert(b, v, "i64", "i32"))
             return out
+        if name == "exp" and t == "f32":
+            shifted = self.exp_shifted(e.args[0], p)
+            if shifted is not None:
+                return shifted
         args = [self.ev(a, p) for a in e.args]
         lanes = list(zip(*args, strict=True))
         at = [elem_of(a.type) for a in e.args]
@@ -489,6 +493,42 @@ class Sweeper:
         if name in REG:  # a conversion spelled as a call
             return [scalars.convert(b, x[0], at[0], t) for x in lanes]
         raise NotLowered(f"`{name}`", e.span)
+
+    def exp_shifted(self, arg, p) -> list[Value] | None:
+        """`exp(a - b)` and `exp(a * c - b)` (c a scalar) as `ex2(fma(a, c log2 e, -b log2
+        e))`: one instruction an element for the shift and the change of base, where the
+        plain form takes a `sub` and a `mul` (softmax's `exp(s - rowmax)`: `-b log2 e` is
+        made once a row, where `b` is a row's register). The argument's rounding is then
+        that of `b log2 e`, not of `a - b`; exp is approximate either way (SPEC.md
+        "Elementwise"). None: not of that form."""
+        f32 = ("f32", "f32")
+        if not (isinstance(arg, hir.Binary) and arg.op == "-"
+                and (elem_of(arg.left.type), elem_of(arg.right.type)) == f32):  # fmt: skip
+            return None
+        b, memo = self.lw.b, p.state.memo
+        log2e = Imm(scalars.LOG2E, "f32")
+        left, slope = arg.left, log2e
+        if isinstance(left, hir.Binary) and left.op == "*" and elem_of(left.type) == "f32":
+            for x, c in ((left.left, left.right), (left.right, left.left)):
+                if id(c) in self.scalars and elem_of(c.type) == "f32":
+                    left, scale = x, self.scalars[id(c)]
+                    if isinstance(scale, Imm):
+                        slope = Imm(scale.value * scalars.LOG2E, "f32")
+                    else:
+                        slope = self._shared(("exp_slope", scale.name), memo,
+                                             lambda s=scale: b.op("mul", "f32", s, log2e))  # fmt: skip
+                    break
+        out = []
+        for x, y in zip(self.ev(left, p), self.ev(arg.right, p), strict=True):
+            if isinstance(y, Imm):
+                shift = Imm(-y.value * scalars.LOG2E, "f32")
+            else:
+                shift = self._shared(("exp_shift", y.name), memo,
+                                     lambda y=y: b.op("mul", "f32", y, Imm(-scalars.LOG2E, "f32")))  # fmt: skip
+            x = b.copy(x, "f32") if isinstance(x, Imm) else x
+            power = b.op("fma", "f32", x, slope, shift, rounding="rn")
+            out.append(b.op("ex2", "f32", power, rounding="approx"))
+        return out
 
     # -- memory --------------------------------------------------------------
 

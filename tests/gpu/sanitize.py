@@ -1,5 +1,5 @@
-"""Launches for compute-sanitizer: every lowered kernel once (the spec's three examples
-and the tensor-core GEMMs among them), or one with a seeded bug.
+"""Launches for compute-sanitizer: every lowered kernel once (the spec's three examples,
+the tensor-core GEMMs and the attention kernels among them), or one with a seeded bug.
 
     compute-sanitizer --tool memcheck  --error-exitcode 1 python3 tests/gpu/sanitize.py clean
     compute-sanitizer --tool racecheck --error-exitcode 1 python3 tests/gpu/sanitize.py clean
@@ -123,6 +123,37 @@ def tensor_cores() -> None:
     igemm.variant(TILE_K=128)[(2, 2)](a8, a8, c8)
 
 
+def attention_kernels() -> None:
+    """Attention on tensor cores: examples/attention.py over heads (D 64 and 128, causal
+    and not, two query heads a KV head) on its TMA ring and wgmma on sm_90a, split-KV
+    decode on the `attend` built-in with its merge (a ragged cache), and kda in f16 at
+    each D of its space at a ragged length."""
+    from examples.attention import ROWS, attention, attention_causal
+    from examples.decode import decode_merge, decode_split
+    from examples.kda_f16 import kda_f16
+
+    heads, kv_heads, s = 4, 2, 2 * ROWS
+    for d in (64, 128):
+        q = torch.randn(heads * s, d, device="cuda").half()
+        k, v = (torch.randn(kv_heads * s, d, device="cuda").half() for _ in range(2))
+        o = torch.empty(heads * s, d, device="cuda")
+        for kern in (attention, attention_causal):
+            kern.variant(G=heads // kv_heads, D=d)[(s // ROWS, heads)](q, k, v, o, s, d**-0.5)
+        n, ch = 1000, 256
+        splits = -(-n // ch)
+        qd = torch.randn(heads * 4, d, device="cuda").half()
+        kd, vd = (torch.randn(heads * n, d, device="cuda").half() for _ in range(2))
+        po = torch.empty(heads * splits * 4, d, device="cuda")
+        pl = torch.empty(heads * splits * 4, 1, device="cuda")
+        od = torch.empty(heads * 4, d, device="cuda")
+        decode_split.variant(D=d)[(splits, heads)](qd, kd, vd, po, pl, n, ch, d**-0.5)
+        decode_merge.variant(D=d)[(heads,)](po, pl, od, splits)
+        t = 1000
+        qk = [torch.randn(t, d, device="cuda").half() for _ in range(3)]
+        g = -0.1 * torch.rand(t, 1, device="cuda") - 0.001
+        kda_f16.variant(D=d, C=64, T=128)[(1,)](*qk, g, torch.empty(t, d, device="cuda"), 0.125)
+
+
 def main(mode: str) -> None:
     n, rows = 4096 + 1000, 64
     x, y = torch.randn(2, n, device="cuda")
@@ -140,6 +171,7 @@ def main(mode: str) -> None:
         K.rms_norm.variant(BLOCK=1024)[(rows,)](h, ho, w, 1e-5)
         contractions()
         tensor_cores()
+        attention_kernels()
     elif mode == "oob":
         seeded(K.vector_add.variant(BLOCK=4096), unmask_stores).launch((2,), (x, y, out))
     elif mode == "race":

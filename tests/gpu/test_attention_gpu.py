@@ -49,14 +49,14 @@ def test_causal_attention_on_the_card(n, pv, tmp_path, monkeypatch):
 def test_attention_over_heads_on_the_card(causal, heads, kv_heads, s, d, pv, monkeypatch):
     _pv(pv, monkeypatch)
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from examples.attention import attention, attention_causal
+    from examples.attention import ROWS, attention, attention_causal
 
     g = heads // kv_heads
     kern = (attention_causal if causal else attention).variant(G=g, D=d)
     q = torch.randn(heads * s, d).half()
     k, v = (torch.randn(kv_heads * s, d).half() for _ in range(2))
     o = torch.full((heads * s, d), float("nan"), device="cuda")
-    kern[(s // 64, heads)](q.cuda(), k.cuda(), v.cuda(), o, s, d**-0.5)
+    kern[(s // ROWS, heads)](q.cuda(), k.cuda(), v.cuda(), o, s, d**-0.5)
     torch.cuda.synchronize()
     got = o.cpu().numpy()
     assert not np.isnan(got).any(), "elements never written"

@@ -121,6 +121,7 @@ kernel k(Q: tensor<f32>[Nq, 16], K: tensor<f32>[Nk, 16], V: tensor<f32>[Nk, 16],
 // CHECK: for %kt
 // CHECK: fma.rn.f32
 // CHECK: ex2
+// CHECK: %dot_
 // CHECK: fma.rn.f32
 // CHECK-NOT: st.shared
 // CHECK: {{loop end}}

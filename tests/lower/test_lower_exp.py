@@ -1,0 +1,80 @@
+"""`exp(a - b)` and `exp(a * c - b)` in a tile sweep: one `fma` an element for the shift
+and the change of base (`ex2(a c log2 e - b log2 e)`), the slope `c log2 e` made once a
+statement and `-b log2 e` once a row; both interpreters agree with float64 at ragged
+sizes, and other arguments keep the plain `mul` and `ex2`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from filecheck import filecheck
+from lowerkit import lowered, ops, ptxas, run_both, text
+
+ROWS = """
+@launch(64)
+kernel k(X: tensor<f32>[M, N], R: tensor<f32>[M, 1], Y: tensor<f32>[M, N], c: f32) {
+  let row = ctx.block.x * 16
+  var x: tile<f32>[16, 32] = X[row :+ 16, 0 :+ 32]
+  var r: tile<f32>[16, 1] = R[row :+ 16, :]
+  Y[row :+ 16, 0 :+ 32] = exp(x * c - r)
+}
+// CHECK: mul.f32 %c
+// CHECK: 1.4426950408889634:f32
+// CHECK: -1.4426950408889634:f32
+// CHECK: fma.rn.f32
+// CHECK: ex2.approx.f32
+"""
+
+
+def _inputs(m, n, rng):
+    return {"X": rng.standard_normal((m, n)).astype(np.float32) * 4,
+            "R": rng.standard_normal((m, 1)).astype(np.float32) * 4,
+            "Y": np.full((m, n), np.nan, np.float32)}  # fmt: skip
+
+
+@pytest.mark.parametrize("m, n", [(32, 32), (21, 28)])
+def test_a_scaled_shifted_exp_is_one_fma_an_element(m, n):
+    hk, k = lowered(ROWS)
+    filecheck(ROWS, text(k))
+    listing = text(k)
+    # the slope once for the statement (not once an element), no `sub` left for the shift
+    assert listing.count("mul.f32 %c") == 1
+    assert not [i for i in ops(k, "sub") if i.attr("type") == "f32"]
+    assert len(ops(k, "fma")) == len(ops(k, "ex2")) > 0
+    rng = np.random.default_rng(7)
+    want, got = run_both(hk, k, (-(-m // 16),), _inputs(m, n, rng), {"c": np.float32(0.375)})
+    x, r = (want[name].astype(np.float64) for name in "XR")
+    ref = np.exp(x * 0.375 - r)
+    for out in (got["Y"], want["Y"]):
+        assert not np.isnan(out).any(), "elements never written"
+        np.testing.assert_allclose(out, ref, rtol=2e-6, atol=0)
+    ptxas(k, "sm_90")
+
+
+SHIFT = """
+@launch(64)
+kernel k(X: tensor<f32>[M, N], Y: tensor<f32>[M, N], Z: tensor<f32>[M, N]) {
+  let row = ctx.block.x * 16
+  var x: tile<f32>[16, 32] = X[row :+ 16, 0 :+ 32]
+  Y[row :+ 16, 0 :+ 32] = exp(x - 2.0)
+  Z[row :+ 16, 0 :+ 32] = exp(x * x)
+}
+// CHECK: -2.8853900817779268:f32
+// CHECK: ex2.approx.f32
+// CHECK: mul.f32
+// CHECK: 1.4426950408889634:f32
+// CHECK: ex2.approx.f32
+"""
+
+
+def test_a_constant_shift_folds_and_other_arguments_keep_the_plain_form():
+    hk, k = lowered(SHIFT)
+    filecheck(SHIFT, text(k))
+    rng = np.random.default_rng(11)
+    arrays = {"X": rng.standard_normal((19, 28)).astype(np.float32),
+              "Y": np.full((19, 28), np.nan, np.float32),
+              "Z": np.full((19, 28), np.nan, np.float32)}  # fmt: skip
+    want, got = run_both(hk, k, (2,), arrays)
+    x = want["X"].astype(np.float64)
+    np.testing.assert_allclose(got["Y"], np.exp(x - 2.0), rtol=2e-6, atol=0)
+    np.testing.assert_allclose(got["Z"], np.exp(x * x), rtol=2e-6, atol=0)
