@@ -31,9 +31,10 @@ The rules, by attribute (each a row of `_CHECKS`):
    `@autotune` name.
 3. `@launch(threads[, min_blocks[, max_regs]])`: integer literals, threads in
    1..1024 (`.maxntid`), min_blocks at least 1, max_regs in 16..255 (`.maxnreg`).
-   threads may instead be an `@autotune` name, `@launch(T)`, so the CTA size is
-   searched like a tile size: each variant gets its own, checked against 1..1024
-   when the variant is (`Launch.resolve`). Any other name is refused (E0216).
+   Each may instead be an `@autotune` name, `@launch(T)` or `@launch(256, MB)`, so
+   the CTA size or the occupancy asked of ptxas is searched like a tile size: each
+   variant gets its own, checked against the same range when the variant is
+   (`Launch.resolve`). Any other name is refused (E0216).
 4. `@tensorcore`, `@tensorcore(sync)`, `@tensorcore(wmma)`.
 5. `@registers(t, ..)`: one or more names, each a `var` of the kernel.
 6. `@pipeline`, `@padstage`, `@dynshared`, `@persistent`: no arguments, but
@@ -96,13 +97,15 @@ MAX_CLUSTER_CTAS = 2  # `@pipeline(cluster = C)`: the CTAs of a cluster the lowe
 class Launch:
     """`@launch(threads, min_blocks, max_regs)`; a kernel without one gets `Launch()`.
 
-    `threads` is a number, or the name of the `@autotune` dimension that gives it in
-    each variant (`@launch(T)`); `resolve` reads it in one variant.
+    Each field is a number, or the name of the `@autotune` dimension that gives it in
+    each variant (`@launch(T)`, `@launch(256, MB)`); `resolve` reads them in one variant.
 
     >>> Launch().threads, Launch(96).warps, Launch(100).warps
     (256, 3, None)
     >>> Launch("T").resolve({"BLOCK": 1024, "T": 128}), Launch("T").warps
     (Launch(threads=128, min_blocks=None, max_regs=None), None)
+    >>> Launch(256, "MB").resolve({"MB": 2})
+    Launch(threads=256, min_blocks=2, max_regs=None)
     """
 
     threads: int | str = DEFAULT_THREADS
@@ -117,11 +120,13 @@ class Launch:
         return t // LANES if isinstance(t, int) and t % LANES == 0 else None
 
     def resolve(self, variant: dict[str, int]) -> Launch:
-        """This launch in `variant`: threads a number. `KeyError` if the variant
-        gives no value to the name."""
-        if isinstance(self.threads, str):
-            return Launch(variant[self.threads], self.min_blocks, self.max_regs)
-        return self
+        """This launch in `variant`: every field a number (or None). `KeyError` if the
+        variant gives no value to a name."""
+
+        def value(v):
+            return variant[v] if isinstance(v, str) else v
+
+        return Launch(value(self.threads), value(self.min_blocks), value(self.max_regs))
 
 
 @dataclass(frozen=True)
@@ -563,7 +568,7 @@ class _Checker:
         if len(read) != len(given) or None in read:
             return
         values: dict[str, int | str] = {}
-        for arg, v, (name, lo, hi) in zip(args, read, _LAUNCH_RANGES, strict=False):
+        for arg, v, (name, lo, hi) in zip(args, read, LAUNCH_RANGES, strict=False):
             if isinstance(v, str) or lo <= v and (hi is None or v <= hi):
                 values[name] = v  # a name's values are checked in each variant
                 continue
@@ -572,20 +577,21 @@ class _Checker:
                 f"{at} {name} must be {_bound(lo, hi)}, found {v}",
                 arg.span,
                 "out of range",
-                notes=[_LAUNCH_NOTES[name]],
+                notes=[LAUNCH_NOTES[name]],
             )
         if len(values) == min(len(read), 3):
             self.out["launch"] = Launch(**values)
 
     def launch_value(self, attr: ast.Attribute, arg, index: int) -> int | str | None:
-        """An argument of `@launch`: an int, an `@autotune` name (threads only), or
-        None after reporting why it is neither."""
+        """An argument of `@launch`: an int, an `@autotune` name, or None after
+        reporting why it is neither."""
         value = arg.value
         if isinstance(value, ast.Int):
             return value.value
         at = _at("launch", attr.span)
         tunable = self.out.get("autotune", {})
-        if isinstance(value, ast.Name) and index == 0:
+        field = LAUNCH_RANGES[min(index, 2)][0]
+        if isinstance(value, ast.Name):
             if value.id in tunable:
                 return value.id
             if value.id in self.named and value.id not in self.out.get("cluster", {}):
@@ -596,30 +602,40 @@ class _Checker:
             if cluster:
                 advice = f"a {_at('cluster', attr.span)} dimension sizes the cluster, not the CTA"
                 advice += f"; write a number such as {at[:-1]}(256)`"
-            else:
+            elif index == 0:
                 advice = f"write a number such as {at[:-1]}(256)`, or search it: add {dim} to"
                 advice += f" {autotune}"
+            else:
+                example = "2" if field == "min_blocks" else "128"
+                advice = f"write a number such as {example}, or search it: add"
+                advice += (
+                    f" {_dim_text(value.id, [1, 2] if example == '2' else [128, 168], attr.span)}"
+                )
+                advice += f" to {autotune}"
+            what = {
+                "threads": "a CTA size",
+                "min_blocks": "a CTA count",
+                "max_regs": "a register cap",
+            }
             self.error(
                 E_LAUNCH_NAME,
                 f"`{value.id}` is not an {autotune} dimension",
                 value.span,
-                f"a {_at('cluster', attr.span)} dimension" if cluster else "not a CTA size",
+                f"a {_at('cluster', attr.span)} dimension" if cluster else f"not {what[field]}",
                 notes=[
-                    f"threads is a number, or a name {autotune} searches (a CTA size per variant)"
+                    f"{field} is a number, or a name {autotune} searches ({what[field]} per "
+                    "variant)"
                 ],
                 help=_did_you_mean_word(value.id, tunable, attr.span) or advice,
             )
             return None
-        name_arg = isinstance(value, ast.Name)
         self.error(
             E_ARG_KIND,
-            f"{at} takes only integer literals",
+            f"{at} takes only integer literals and {_at('autotune', attr.span)} names",
             arg.span,
             f"{_describe(arg)} is not an integer",
-            help=f"only threads may name an {_at('autotune', attr.span)} dimension; "
-            "min_blocks and max_regs are written as numbers"
-            if name_arg
-            else "threads, min_blocks and max_regs are written as numbers",
+            help="threads, min_blocks and max_regs are written as numbers, or as names "
+            f"{_at('autotune', attr.span)} searches",
         )
         return None
 
@@ -806,8 +822,8 @@ def _bound(lo: int, hi: int | None) -> str:
 
 
 # `@launch`'s arguments in order: name, least, most (None: no upper bound).
-_LAUNCH_RANGES = (("threads", 1, MAX_THREADS), ("min_blocks", 1, None), ("max_regs", *MAX_REGS))
-_LAUNCH_NOTES = {
+LAUNCH_RANGES = (("threads", 1, MAX_THREADS), ("min_blocks", 1, None), ("max_regs", *MAX_REGS))
+LAUNCH_NOTES = {
     "threads": "a CTA holds at most 1024 threads (PTX `.maxntid`)",
     "min_blocks": "min_blocks is the CTAs per SM to plan for (PTX `.minnctapersm`)",
     "max_regs": "max_regs caps the registers of a thread (PTX `.maxnreg`)",

@@ -60,13 +60,14 @@ def _choices_from_ast(kernel: ast.Kernel) -> dict[str, list[int]]:
     return out
 
 
-def _launch_arg(kernel: ast.Kernel) -> ast.PositionalArg | None:
-    """The threads argument of the kernel's `@launch`, if it has one."""
+def _launch_arg(kernel: ast.Kernel, index: int = 0) -> ast.PositionalArg | None:
+    """Argument `index` of the kernel's `@launch` (threads, min_blocks, max_regs), if
+    it has one."""
     for attr in kernel.attrs:
-        if attr.name.id == "launch" and attr.args:
-            first = attr.args[0]
-            if isinstance(first, ast.PositionalArg):
-                return first
+        if attr.name.id == "launch" and attr.args and len(attr.args) > index:
+            arg = attr.args[index]
+            if isinstance(arg, ast.PositionalArg):
+                return arg
     return None
 
 
@@ -108,6 +109,36 @@ def _variant_threads(kernel, attrs, name: str, chosen: dict[str, int], diags) ->
     return 256
 
 
+def _variant_occupancy(kernel, attrs, chosen: dict[str, int], diags) -> None:
+    """`@launch(threads, MB, R)` with names: this variant's min_blocks at least 1 and
+    max_regs from 16 to 255, else an error at the argument naming the variant."""
+    from phobos.sema.attributes import LAUNCH_NOTES, LAUNCH_RANGES
+
+    launch = getattr(attrs, "launch", None)
+    for index, (which, lo, hi) in enumerate(LAUNCH_RANGES[1:], 1):
+        name = getattr(launch, which, None)
+        if not isinstance(name, str) or name not in chosen:
+            continue
+        value = chosen[name]
+        if value >= lo and (hi is None or value <= hi):
+            continue
+        arg = _launch_arg(kernel, index)
+        span = arg.span if arg is not None else kernel.name.span
+        at = "`@ph.launch`" if span.source.name.endswith(".py") else "`@launch`"
+        variant = ", ".join(f"{k}={v}" for k, v in chosen.items())
+        bound = f"at least {lo}" if hi is None else f"from {lo} to {hi}"
+        diags.append(
+            Diagnostic.error(
+                "E0213",
+                f"{at} {which} must be {bound}, but the variant `{variant}` gives "
+                f"`{name}` = {value}",
+                Label(span, f"{value} in this variant"),
+                notes=[LAUNCH_NOTES[which]],
+                help=f"drop {value} from `{name}`'s values",
+            )
+        )
+
+
 def kernel_setup(kernel: ast.Kernel, variant: dict[str, int] | None):
     """The `Setup` of `kernel` in `variant` (None: first choices), and diagnostics."""
     from phobos.sema.attributes import check_attributes
@@ -147,4 +178,6 @@ def kernel_setup(kernel: ast.Kernel, variant: dict[str, int] | None):
                 )
     if isinstance(threads, str):  # `@launch(T)`: this variant's value of T
         threads = _variant_threads(kernel, attrs, threads, chosen, diags)
+    if attrs is not None:
+        _variant_occupancy(kernel, attrs, chosen, diags)
     return Setup(chosen, threads, tensorcore, attrs, choices), diags

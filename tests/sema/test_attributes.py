@@ -388,10 +388,10 @@ CASES = {
         '@ph.launch("THREADS")  # <-\ndef k():\n    pass',
     ),
     "launch_min_blocks_name": (
-        "E0203",
-        "`@launch` takes only integer literals",
-        "@autotune(T in [128, 256])\n@launch(128, T)  // <-\nkernel k() { }",
-        '@ph.autotune(T=[128, 256])\n@ph.launch(128, "T")  # <-\ndef k():\n    pass',
+        "E0216",
+        "`M` is not an `@",
+        "@autotune(T in [128, 256])\n@launch(128, M)  // <-\nkernel k() { }",
+        '@ph.autotune(T=[128, 256])\n@ph.launch(128, "M")  # <-\ndef k():\n    pass',
     ),
     "launch_bool": (
         "E0203",

@@ -165,18 +165,42 @@ def test_a_cluster_dimension_is_labelled():
     assert "@cluster" in diag.primary.message
 
 
+OCCUPANCY = """
+@autotune(MB in [1, 2], R in [64, 128])
+@launch(128, MB, R)
+kernel k(x: tensor<f32>[N], y: tensor<f32>[N]) {
+  y[ctx.block.x * 128 :+ 128] = x[ctx.block.x * 128 :+ 128]
+}
+"""
+
+
+@pytest.mark.parametrize(("mb", "regs"), [(1, 64), (2, 64), (2, 128)])
+def test_min_blocks_and_max_regs_take_autotune_names(mb, regs):
+    # ours: each variant asks ptxas for its own occupancy, and only that variant's
+    from phobos.lower.kernel import lower_kernel
+    from phobos.ptx.emit import emit_module
+    from phobos.source import SourceFile
+    from phobos.syntax.parser import parse
+
+    program, _ = parse(SourceFile("k.ph", OCCUPANCY))
+    kernel, diags = check_kernel(program, "k", {"MB": mb, "R": regs})
+    assert kernel is not None, [d.message for d in diags]
+    assert kernel.attrs.launch == Launch(128, "MB", "R")
+    lowered, diags = lower_kernel(kernel, "sm_90")
+    assert (lowered.min_blocks, lowered.max_regs) == (mb, regs)
+    ptx = emit_module([lowered], "sm_90")
+    assert f".minnctapersm {mb}" in ptx and f".maxnreg {regs}" in ptx
+    assert f".minnctapersm {3 - mb}" not in ptx
+
+
 @pytest.mark.parametrize(
     ("source", "name"),
     [
-        ("@autotune(T in [128, 256])\n@launch(128, T)  // <-\nkernel k() { }\n", "k.ph"),
-        (
-            '@ph.kernel\n@ph.autotune(T=[128, 256])\n@ph.launch(128, 1, "T")  # <-\n'
-            "def k():\n    pass\n",
-            "k.py",
-        ),
+        ("@launch(128, 2.5)  // <-\nkernel k() { }\n", "k.ph"),
+        ("@ph.kernel\n@ph.launch(128, 1, 64.0)  # <-\ndef k():\n    pass\n", "k.py"),
     ],
 )
-def test_min_blocks_and_max_regs_stay_literals(source, name):
+def test_min_blocks_and_max_regs_are_integers_or_names(source, name):
     (diag,) = assert_refused(source, "E0203", "takes only integer literals", name=name)
-    assert "only threads may name" in diag.help[0]
+    assert "or as names" in diag.help[0]
     assert line_of(diag) == marked_line(source, name)

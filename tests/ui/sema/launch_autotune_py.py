@@ -1,5 +1,6 @@
-# `@ph.launch("T")`: the CTA size searched by `@ph.autotune`, refused where the name is
-# not one of its dimensions or a variant's value is no CTA size.
+# `@ph.launch("T")`: the CTA size searched by `@ph.autotune` (min_blocks and max_regs too,
+# ours), refused where a name is not one of its dimensions or a variant's value is out of
+# range.
 from __future__ import annotations
 
 import phobos.lang as ph
@@ -28,9 +29,29 @@ def misspelt(x: ph.tensor[ph.f32][N]):
 
 
 @ph.kernel
-@ph.autotune(T=[128, 256], R=[32, 64])
-@ph.launch("T", 2, "R")  #~ ERROR `@ph.launch` takes only integer literals
+@ph.autotune(T=[128, 256], MB=[1, 2], R=[64, 128])
+@ph.launch("T", "MB", "R")
 def caps(x: ph.tensor[ph.f32][N]):
+    pass
+
+
+@ph.kernel
+@ph.autotune(T=[128, 256])
+@ph.launch("T", "M")  #~ ERROR `M` is not an `@ph.autotune` dimension
+def unsearched_blocks(x: ph.tensor[ph.f32][N]):
+    pass
+
+
+@ph.kernel
+@ph.autotune(R=[8, 64])
+@ph.launch(256, 1, "R")  #~ ERROR `@ph.launch` max_regs must be from 16 to 255, but the variant
+def few_registers(x: ph.tensor[ph.f32][N]):
+    pass
+
+
+@ph.kernel
+@ph.launch(256, 2.5)  #~ ERROR `@ph.launch` takes only integer literals and `@ph.autotune` names
+def fractional(x: ph.tensor[ph.f32][N]):
     pass
 
 
