@@ -6,7 +6,8 @@ and efficient backends on the same head, in one run on one card.
     python benchmarks/attention_f16.py [--n N ...] [--heads]
 
 `--heads` times examples/attention.py instead, B 4, H 32, S 4096, D 64 (`--d` for others), causal and not,
-against torch SDPA's flash, cuDNN and efficient backends (causal FLOPs counted as half).
+against torch SDPA's flash, cuDNN and efficient backends (causal FLOPs counted as half),
+each Phobos form at both key tiles of the example's space (BC 64 and 128).
 
 FLOPs: `4 Nq Nk D` (two products). Each Phobos result is checked first against a float64
 reference (its output poisoned with NaN); times are medians taken in turns
@@ -17,6 +18,7 @@ so the sizes are long sequences.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -100,8 +102,10 @@ def heads(b: int = 4, h: int = 32, s: int = 4096, d: int = 64) -> None:
                 continue
             fns[name] = run
         grid = (s // ROWS, b * h)
-        for form, env in HEAD_FORMS.items():
-            built = under(env, lambda kern=kern: kern.variant(G=1, D=d).compile(chip="sm_90a"))
+        for (form, env), bc in itertools.product(HEAD_FORMS.items(), (64, 128)):
+            form = f"{form} BC={bc}"
+            built = under(env, lambda kern=kern, bc=bc: kern.variant(G=1, D=d, BC=bc)
+                          .compile(chip="sm_90a"))  # fmt: skip
             gk = GpuKernel(built.contract, built.ptx)
             o = torch.full((b * h * s, d), float("nan"), device="cuda")
             args = (q.view(-1, d), k.view(-1, d), v.view(-1, d), o, s, scale)

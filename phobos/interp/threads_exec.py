@@ -160,7 +160,7 @@ class InstOps:
 
     def do_math(self, i: lir.Inst, mask) -> None:
         t = self._type(i)
-        out = math(i.op, t, self.value(i.srcs[0], t), i.attr("rounding"))
+        out = math(i.op, t, self.value(i.srcs[0], t), i.attr("rounding"), bool(i.attr("ftz")))
         self.write(i.dests[0], out, t, mask)
 
     def do_special(self, i: lir.Inst, mask) -> None:

@@ -350,9 +350,19 @@ MATH = {
 }
 
 
-def math(op: str, t: str, x, rounding=None):
+TINY_F32 = float(np.finfo(np.float32).tiny)  # 2^-126, the least normal f32
+
+
+def flush_subnormal(x):
+    """`.ftz`: an f32 below the least normal magnitude becomes a zero of its sign."""
+    x = np.asarray(x)
+    return np.where(np.abs(x) < TINY_F32, np.copysign(0.0, x), x).astype(x.dtype)
+
+
+def math(op: str, t: str, x, rounding=None, ftz=False):
     """The math family: `sqrt` and `rcp` with an IEEE rounding (`rn`...) are exact-rounded;
-    the approximate forms are the f64 value rounded to f32, then to `t`."""
+    the approximate forms are the f64 value rounded to f32, then to `t`. `ftz` on an f32
+    flushes subnormal inputs and results to zero (`ex2.approx.ftz.f32`)."""
     if not lir.is_float(t):
         raise InterpError(f"`{op}` takes floats, not {t}")
     with np.errstate(all="ignore"):
@@ -361,7 +371,10 @@ def math(op: str, t: str, x, rounding=None):
         if op == "rcp" and rounding not in (None, "approx"):
             one = np.ones(np.shape(x))
             return _float_op("div", t, [one, x], rounding)
-        r = MATH[op](np.asarray(x).astype(np.float64))
+        wide = np.asarray(x).astype(np.float64)
+        flush = ftz and t == "f32"
+        r = MATH[op](flush_subnormal(wide) if flush else wide)
         if t == "f64":
             return r
-        return round_nearest(r.astype(np.float32), t)
+        r = r.astype(np.float32)
+        return round_nearest(flush_subnormal(r) if flush else r, t)

@@ -500,7 +500,10 @@ class Sweeper:
         plain form takes a `sub` and a `mul` (softmax's `exp(s - rowmax)`: `-b log2 e` is
         made once a row, where `b` is a row's register). The argument's rounding is then
         that of `b log2 e`, not of `a - b`; exp is approximate either way (SPEC.md
-        "Elementwise"). None: not of that form."""
+        "Elementwise"). The `ex2` flushes results under 2^-126 to zero (`.ftz`): the
+        plain `ex2.approx.f32` keeps them by scaling around the instruction, three more
+        instructions an element on sm_90 (a softmax's terms that small are nothing beside
+        its row's largest, 1). None: not of that form."""
         f32 = ("f32", "f32")
         if not (isinstance(arg, hir.Binary) and arg.op == "-"
                 and (elem_of(arg.left.type), elem_of(arg.right.type)) == f32):  # fmt: skip
@@ -527,7 +530,7 @@ class Sweeper:
                                      lambda y=y: b.op("mul", "f32", y, Imm(-scalars.LOG2E, "f32")))  # fmt: skip
             x = b.copy(x, "f32") if isinstance(x, Imm) else x
             power = b.op("fma", "f32", x, slope, shift, rounding="rn")
-            out.append(b.op("ex2", "f32", power, rounding="approx"))
+            out.append(b.op("ex2", "f32", power, rounding="approx", ftz=1))
         return out
 
     # -- memory --------------------------------------------------------------

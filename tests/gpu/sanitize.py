@@ -138,7 +138,9 @@ def attention_kernels() -> None:
         k, v = (torch.randn(kv_heads * s, d, device="cuda").half() for _ in range(2))
         o = torch.empty(heads * s, d, device="cuda")
         for kern in (attention, attention_causal):
-            kern.variant(G=heads // kv_heads, D=d)[(s // ROWS, heads)](q, k, v, o, s, d**-0.5)
+            for bc in (64, 128):
+                kern.variant(G=heads // kv_heads, D=d, BC=bc)[(s // ROWS, heads)](
+                    q, k, v, o, s, d**-0.5)  # fmt: skip
         n, ch = 1000, 256
         splits = -(-n // ch)
         qd = torch.randn(heads * 4, d, device="cuda").half()

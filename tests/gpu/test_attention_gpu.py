@@ -43,16 +43,16 @@ def test_causal_attention_on_the_card(n, pv, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("pv", PV)
-@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("d, bc", [(64, 64), (64, 128), (128, 64), (128, 128)])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("heads, kv_heads, s", [(4, 4, 256), (8, 2, 512)])
-def test_attention_over_heads_on_the_card(causal, heads, kv_heads, s, d, pv, monkeypatch):
+def test_attention_over_heads_on_the_card(causal, heads, kv_heads, s, d, bc, pv, monkeypatch):
     _pv(pv, monkeypatch)
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from examples.attention import ROWS, attention, attention_causal
 
     g = heads // kv_heads
-    kern = (attention_causal if causal else attention).variant(G=g, D=d)
+    kern = (attention_causal if causal else attention).variant(G=g, D=d, BC=bc)
     q = torch.randn(heads * s, d).half()
     k, v = (torch.randn(kv_heads * s, d).half() for _ in range(2))
     o = torch.full((heads * s, d), float("nan"), device="cuda")

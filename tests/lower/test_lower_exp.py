@@ -10,6 +10,8 @@ import pytest
 from filecheck import filecheck
 from lowerkit import lowered, ops, ptxas, run_both, text
 
+from phobos.ptx.emit import emit_module
+
 ROWS = """
 @launch(64)
 kernel k(X: tensor<f32>[M, N], R: tensor<f32>[M, 1], Y: tensor<f32>[M, N], c: f32) {
@@ -78,3 +80,18 @@ def test_a_constant_shift_folds_and_other_arguments_keep_the_plain_form():
     x = want["X"].astype(np.float64)
     np.testing.assert_allclose(got["Y"], np.exp(x - 2.0), rtol=2e-6, atol=0)
     np.testing.assert_allclose(got["Z"], np.exp(x * x), rtol=2e-6, atol=0)
+
+
+def test_the_fused_exp_flushes_what_would_be_subnormal_in_both_the_ptx_and_threads():
+    # exp(-95) is 5.5e-42, an f32 subnormal: ex2.approx.ftz gives 0, and the threads
+    # interpreter models the flush; a result just above 2^-126 stays.
+    hk, k = lowered(ROWS)
+    assert all(i.attr("ftz") for i in ops(k, "ex2"))
+    assert "ex2.approx.ftz.f32" in emit_module([k], "sm_90")
+    x = np.zeros((16, 32), np.float32)
+    r = np.full((16, 1), 95.0, np.float32)
+    r[8:] = 87.0  # exp(-87) = 1.6e-38, normal
+    arrays = {"X": x, "R": r, "Y": np.full((16, 32), np.nan, np.float32)}
+    want, got = run_both(hk, k, (1,), arrays, {"c": np.float32(1.0)})
+    assert want["Y"][0, 0] > 0 and (got["Y"][:8] == 0).all()
+    np.testing.assert_allclose(got["Y"][8:], np.exp(-87.0), rtol=1e-5)
