@@ -45,10 +45,11 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from phobos.diagnostics import Diagnostic, Label
+from phobos.extras import require
 from phobos.lower import lir
+
+np = require("numpy", "the race check")  # the threads interpreter's memory
 
 RACE = "E0909"
 FAULT = "E0910"

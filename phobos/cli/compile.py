@@ -366,6 +366,13 @@ def run(
             return EXIT_OK
         if not opts.files:
             raise UsageError("no input files (see `phobos-compile --help`)")
+        if opts.check_races:  # checked here, before a worker process fails on it
+            from phobos.extras import MissingExtra, require
+
+            try:
+                require("numpy", "`--check-races`")
+            except MissingExtra as exc:
+                raise UsageError(str(exc)) from None
         emit = opts.emit
         if emit is None:
             ptx_out = opts.output is not None and opts.output.endswith(".ptx")

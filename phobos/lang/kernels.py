@@ -31,6 +31,7 @@ import os
 import sys
 
 from phobos.diagnostics import CompileError, Diagnostic
+from phobos.extras import MissingExtra
 from phobos.pyfront.reader import source_of
 from phobos.pyfront.translate import ItemInfo, Translation, translate
 from phobos.runtime.errors import ArgumentTypeError, LaunchError
@@ -458,8 +459,11 @@ class Kernel:
 
         Each variant is compiled (race-checked), run once on copies of the arguments
         (canary bytes after every tensor) and compared with `reference`, a function that
-        computes on host (numpy) copies of the arguments what the kernel computes,
-        writing its outputs in place; those that pass are timed, and the result is kept
+        computes on copies of the arguments what the kernel computes, writing its outputs
+        in place. Each copy is of its argument's own kind: a torch tensor on the same
+        device for a torch tensor (so `out.copy_(x + y)` works), a CuPy array for a CuPy
+        array, a numpy array for any other; scalars as given. The arguments themselves
+        are never written. The variants that pass are timed, and the result is kept
         in the kernel cache for this card and the key extents' values, where later
         launches (and later processes) find it. `reference`, `rtol` and `atol` default
         to the decorator's. Under `PHOBOS_TUNE=0` (or `PHOBOS_INTERPRET=1`, where every
@@ -624,18 +628,19 @@ def fn(func=None, *, uses=None):
 
 
 def _said_alone() -> tuple[type, ...]:
-    """The errors whose message says all a user needs: no traceback."""
+    """The errors whose message says all a user needs: no traceback. Their modules
+    import nothing optional, so the hook works without numpy."""
     from phobos.runtime.assemble import PtxasNotFound
-    from phobos.tune.device import TuneError
+    from phobos.tune.errors import TuneError
 
-    return (LaunchError, TuneError, PtxasNotFound)
+    return (LaunchError, TuneError, PtxasNotFound, MissingExtra)
 
 
 def install_excepthook() -> None:
     """Print an uncaught `CompileError` as its report alone, without a traceback,
     and an uncaught `LaunchError` (a refused argument or grid), `TuneError` (tuning
-    that cannot start or finish) or `PtxasNotFound` (a `PHOBOS_PTXAS` naming no program)
-    as its message alone.
+    that cannot start or finish), `PtxasNotFound` (a `PHOBOS_PTXAS` naming no program)
+    or `MissingExtra` (an optional dependency not installed) as its message alone.
 
     Installed once, when `phobos.lang` is imported; any other exception goes to the
     hook that was there before. `PHOBOS_TRACEBACK=1` shows the traceback as well.

@@ -14,7 +14,9 @@ whole (`ptxas -c` against `ptxas`), and ran at 41 µs against 39 on an H200.
 
 `PHOBOS_PTXAS` picks the assembler: a path to a `ptxas` (still used only if its release
 suits, as above), or `none` to leave the PTX to the driver. Unset, `ptxas` is looked for
-on `PATH`, then under `$CUDA_HOME`, `$CUDA_PATH` and `/usr/local/cuda`.
+on `PATH`, then under `$CUDA_HOME`, `$CUDA_PATH` and `/usr/local/cuda`, then in NVIDIA's
+`nvidia-cuda-nvcc` wheel (`pip install "phobos[ptxas]"`), and the first whose release
+suits is used: a toolkit too old or too new for the driver does not hide the wheel's.
 
     >>> release("Cuda compilation tools, release 13.0, V13.0.88")
     (13, 0)
@@ -29,8 +31,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from phobos.log import logger
@@ -40,6 +43,10 @@ ENV = "PHOBOS_PTXAS"
 OFF = ("none", "off", "0")
 TIMEOUT_S = 300  # one kernel's assembly; the largest autotune variants take seconds
 OLDEST = (12, 0)  # the first release that reads PTX ISA 8.0, which phobos.ptx writes
+# The pip distributions that ship NVIDIA's ptxas: release 13's (the `ptxas` extra), which
+# installs it as nvidia/cu13/bin/ptxas, and release 12's, as nvidia/cuda_nvcc/bin/ptxas.
+WHEELS = ("nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12")
+TOOLKIT = "/usr/local/cuda"  # where the toolkit installs itself
 
 
 class AssembleError(CudaError):
@@ -59,9 +66,16 @@ class PtxasNotFound(AssembleError):
 def find_ptxas(env: Mapping[str, str] = os.environ) -> str | None:
     """The `ptxas` to assemble with: `PHOBOS_PTXAS`, else the first one found; None for
     none (or `PHOBOS_PTXAS=none`). A `PHOBOS_PTXAS` that names no program is an error."""
+    return next(ptxas_candidates(env), None)
+
+
+def ptxas_candidates(env: Mapping[str, str] = os.environ) -> Iterator[str]:
+    """Every `ptxas` there is to try, in order: `PHOBOS_PTXAS` alone when it is set
+    (nothing for `none`), else the one on `PATH`, those under `$CUDA_HOME`, `$CUDA_PATH`
+    and `/usr/local/cuda`, and the one of an installed `nvidia-cuda-nvcc` wheel."""
     chosen = env.get(ENV, "").strip()
     if chosen.lower() in OFF:
-        return None
+        return
     search = env.get("PATH", os.defpath)
     if chosen:
         found = shutil.which(chosen, path=search)
@@ -71,15 +85,46 @@ def find_ptxas(env: Mapping[str, str] = os.environ) -> str | None:
                 f"{ENV}={chosen!r} is not a program that can be run "
                 f"(set it to a ptxas, or to `none` for the driver to compile kernels)",
             )
-        return found
+        yield found
+        return
+    seen = set()
     found = shutil.which("ptxas", path=search)
-    if found is not None:
-        return found
-    for root in (env.get("CUDA_HOME"), env.get("CUDA_PATH"), "/usr/local/cuda"):
-        candidate = Path(root) / "bin" / "ptxas" if root else None
-        if candidate and candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
+    roots = (env.get("CUDA_HOME"), env.get("CUDA_PATH"), TOOLKIT)
+    for candidate in (found, *(Path(r) / "bin" / "ptxas" for r in roots if r), wheel_ptxas()):
+        if candidate is None or not _runnable(candidate):
+            continue
+        key = os.path.realpath(candidate)
+        if key not in seen:
+            seen.add(key)
+            yield str(candidate)
+
+
+def wheel_ptxas() -> str | None:
+    """The `ptxas` of an installed `nvidia-cuda-nvcc` wheel (any of `WHEELS`), or None;
+    looked for once for each `sys.path`."""
+    return _wheel_ptxas(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=4)
+def _wheel_ptxas(path: tuple[str, ...]) -> str | None:
+    from importlib import metadata
+
+    for name in WHEELS:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        # The wheel's record lists its files wherever pip put them: no layout is assumed.
+        for file in dist.files or ():
+            if file.name == "ptxas" and file.parent.name == "bin":
+                candidate = Path(dist.locate_file(file))
+                if _runnable(candidate):
+                    return str(candidate)
     return None
+
+
+def _runnable(path: str | Path) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def release(version_text: str) -> tuple[int, int] | None:
@@ -101,24 +146,27 @@ def ptxas_release(path: str) -> tuple[int, int] | None:
 
 
 def usable_ptxas(driver_version: int, env: Mapping[str, str] = os.environ) -> str | None:
-    """The `ptxas` that reads Phobos's PTX and whose cubins this driver loads
-    (`driver_version` as 13000 for 13.0), or None: the driver then compiles the PTX.
-    Says why at `PHOBOS_LOG=debug`."""
-    path = find_ptxas(env)
-    if path is None:
-        logger.debug("no ptxas found: the driver compiles each kernel's PTX as it loads")
-        return None
-    found = ptxas_release(path)
+    """The first `ptxas` (of `ptxas_candidates`) that reads Phobos's PTX and whose cubins
+    this driver loads (`driver_version` as 13000 for 13.0), or None: the driver then
+    compiles the PTX. Says why at `PHOBOS_LOG=debug`."""
     driver = (driver_version // 1000, driver_version % 1000 // 10)
-    if found is None or not OLDEST <= found <= driver:
+    tried = False
+    for path in ptxas_candidates(env):
+        tried = True
+        found = ptxas_release(path)
+        if found is not None and OLDEST <= found <= driver:
+            logger.debug("kernels are assembled by %s (release %d.%d)", path, *found)
+            return path
         logger.debug(
             "ptxas %s (release %s) is unreadable, older than %d.%d or newer than the driver "
-            "(CUDA %d.%d): the driver compiles each kernel's PTX as it loads",
+            "(CUDA %d.%d): passed over",
             path, found, *OLDEST, *driver,
         )  # fmt: skip
-        return None
-    logger.debug("kernels are assembled by %s (release %d.%d)", path, *found)
-    return path
+    if tried:
+        logger.debug("no ptxas suits: the driver compiles each kernel's PTX as it loads")
+    else:
+        logger.debug("no ptxas found: the driver compiles each kernel's PTX as it loads")
+    return None
 
 
 def arch_for(ptx: bytes, chip: str) -> str:

@@ -82,15 +82,10 @@ def set_copier(copier: DeviceCopier) -> DeviceCopier:
 
 
 def numpy_module():
-    """numpy, or a clear error saying the CPU launch needs it."""
-    try:
-        import numpy
-    except ImportError:
-        raise ImportError(
-            "running a kernel on the CPU needs numpy, Phobos's one optional dependency: "
-            "`pip install numpy`"
-        ) from None
-    return numpy
+    """numpy, or `MissingExtra`: one line saying the CPU launch needs it."""
+    from phobos.extras import require
+
+    return require("numpy", "the tile interpreter")
 
 
 def launch_cpu(

@@ -4,7 +4,8 @@
 refusal naming its parameter), finds their device, and refuses to tune while that
 stream captures a CUDA graph (tuning launches, allocates and synchronizes, none of
 which a capture allows). It never writes the caller's arrays: the reference runs on
-host copies, each variant on device copies.
+copies in the arguments' own library (`phobos.tune.copies`), each variant on device
+copies.
 
     backend = CudaBackend(kernel, (x, y), stream=None)
     copies = backend.copies()       # every tensor copied, CANARY_BYTES after each
@@ -26,10 +27,7 @@ import numpy as np
 from phobos.runtime import cuda
 from phobos.runtime.assemble import PtxasNotFound
 from phobos.tune.check import CANARY_BYTES, canary, canary_report
-
-
-class TuneError(Exception):
-    """Tuning cannot start or cannot finish: the message says why and what to do."""
+from phobos.tune.errors import TuneError
 
 
 @dataclass(frozen=True)
@@ -188,14 +186,14 @@ class CudaBackend:
             )
 
     def reference(self, reference) -> dict[str, np.ndarray]:
-        """Run `reference` on host copies of the arguments (numpy arrays for tensors,
-        scalars as given); every tensor as the reference leaves it."""
+        """Run `reference` on copies of the arguments in their own library (a torch
+        tensor's a torch tensor on its device, a CuPy array's a CuPy array, any other
+        device array's a numpy array; scalars as given: `phobos.tune.copies`); every
+        tensor as the reference leaves it, as numpy."""
+        from phobos.tune.copies import run_reference
+
         cuda.ctx_synchronize()  # the arguments as every stream leaves them
-        host = list(self.args)
-        for t in self.tensors:
-            host[t.index] = _to_host(t.ptr, t)
-        reference(*host)
-        return {t.name: host[t.index] for t in self.tensors}
+        return run_reference(reference, self.args, self.tensors, lambda t: _to_host(t.ptr, t))
 
     def copies(self) -> CudaCopies:
         return CudaCopies(self.tensors, self.args)

@@ -28,9 +28,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from phobos.extras import MissingExtra
 from phobos.tune.records import TIMED, Record, RecordError, RecordStore
 
-NO_MATPLOTLIB = "--plot needs matplotlib: pip install matplotlib"
+NO_MATPLOTLIB = str(MissingExtra("--plot", "plot"))
 
 
 def variant_text(record: Record, variant: dict[str, int]) -> str:

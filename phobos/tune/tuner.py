@@ -12,9 +12,11 @@ In order, for the kernel's `@autotune` space at the key values the arguments bin
    (`phobos.tune.variants`); one that fails is left out with its reason.
 3. Each loads on the arguments' device; one the card cannot run (registers, shared
    memory) is left out.
-4. The reference runs once on host copies of the arguments. Each variant runs once on
-   device copies, a canary after every tensor: a broken canary, a launch error or a
-   tensor the reference leaves otherwise (`phobos.tune.check`) leaves it out.
+4. The reference runs once on copies of the arguments in their own library (torch
+   tensors for torch, CuPy arrays for CuPy, numpy otherwise: `phobos.tune.copies`).
+   Each variant runs once on device copies, a canary after every tensor: a broken
+   canary, a launch error or a tensor the reference leaves otherwise
+   (`phobos.tune.check`) leaves it out.
 5. The rest are timed (`phobos.tune.timing`): warm-up, the variants in turns, the L2
    flushed before each timed launch, the fastest of 20 rounds, every sample kept.
 6. One JSON record per (kernel, key values) goes to the kernel cache
@@ -32,8 +34,7 @@ import os
 import sys
 from typing import Any
 
-from phobos.tune.check import compare
-from phobos.tune.device import TuneError
+from phobos.tune.errors import TuneError
 
 ENV = "PHOBOS_TUNE"
 ROUNDS = 20  # timed launches of each variant; its time is the fastest
@@ -96,13 +97,16 @@ def tune(
     `fixed` holds constants to keep (by default those of a view of the kernel,
     `kernel.variant(BLOCK=4096)`): only the variants that agree with them are run.
     """
+    from phobos.extras import require
+
+    require("numpy", "the autotuner")  # what checks each variant against the reference
     from phobos.tune import records
     from phobos.tune.progress import Progress
 
     if reference is None or not callable(reference):
         raise TuneError(
-            f"`{kernel.name}`: tuning needs `reference=`, a function computing on host (numpy) "
-            "copies of the arguments what the kernel computes, writing its outputs in place"
+            f"`{kernel.name}`: tuning needs `reference=`, a function computing on copies of "
+            "the arguments what the kernel computes, writing its outputs in place"
         )
     if backend is None:
         from phobos.tune.device import CudaBackend
@@ -225,16 +229,20 @@ def _expected(kernel, backend, reference) -> dict:
     returned = []
 
     def call(*args):
-        returned.append(reference(*args))
+        result = reference(*args)
+        # torch's in-place methods return the tensor they wrote: `out.copy_(x + y)` is in place
+        if result is not None and not any(result is a for a in args):
+            returned.append(result)
 
     try:
         expected = backend.reference(call)
     except Exception as exc:
         raise TuneError(
             f"`{kernel.name}`: the reference `{name}` raised {_one_line(exc)}; it is called "
-            "with numpy copies of the kernel's arguments (tensors as arrays, scalars as given)"
+            "with copies of the kernel's arguments (each tensor copied by its own library: "
+            "torch, CuPy, else numpy; scalars as given)"
         ) from exc
-    if returned and returned[0] is not None:
+    if returned:
         raise TuneError(
             f"`{kernel.name}`: the reference `{name}` returned a value; it must write the "
             "kernel's outputs into its arguments in place, as the kernel does "
@@ -250,6 +258,8 @@ def _launcher(runner, grid, arrays):
 def _check(c, runner, grid, copies, expected, backend, rtol, atol) -> tuple[str, str] | None:
     """None when the variant leaves every canary and matches the reference; else
     (stage, reason)."""
+    from phobos.tune.check import compare
+
     copies.reset()
     try:
         runner.launch(grid, copies.arrays)

@@ -237,7 +237,9 @@ def test_persistent_kernel_sizes_its_own_grid(interp):
 
 def test_missing_numpy_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "numpy", None)
-    with pytest.raises(ImportError, match="needs numpy.*pip install numpy"):
+    with pytest.raises(
+        ImportError, match=r'the tile interpreter needs numpy: pip install "phobos\[numpy\]"'
+    ):
         numpy_module()
 
 

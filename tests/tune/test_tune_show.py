@@ -231,7 +231,7 @@ def test_plot_without_matplotlib(cache, capsys, monkeypatch):
     out = cache.parent / "plot.png"
     assert main(["show", "softmax_rows", "--plot", str(out), "--cache-dir", str(cache)]) == 2
     assert capsys.readouterr().err == f"error: {NO_MATPLOTLIB}\n"
-    assert NO_MATPLOTLIB == "--plot needs matplotlib: pip install matplotlib"
+    assert NO_MATPLOTLIB == '--plot needs matplotlib: pip install "phobos[plot]"'
     assert not out.exists()
 
 

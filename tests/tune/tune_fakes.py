@@ -1,7 +1,9 @@
 """A stand-in for the tuner's GPU: variants run on the CPU interpreter, memory is host
 memory with the canary after each tensor, time comes from a `FakeClock`.
 
-`HostBackend(kernel, args)` offers what `phobos.tune.device.CudaBackend` offers. Faults a
+`HostBackend(kernel, args)` offers what `phobos.tune.device.CudaBackend` offers: its
+arguments are host arrays (numpy, or torch CPU tensors read through DLPack), and its
+reference runs on copies made as the card's backend makes them. Faults a
 card could have are injected by variant key: `overrun` makes a launch write past the end
 of a tensor (into its canary), `refuse` makes loading give (stage, reason).
 """
@@ -13,9 +15,16 @@ import contextlib
 import numpy as np
 
 from phobos.runtime.binding import bind_kernel
+from phobos.runtime.launch_cpu import _from_dlpack
 from phobos.tune.check import CANARY_BYTES, canary, canary_report
+from phobos.tune.copies import run_reference
 from phobos.tune.device import TensorArg
 from phobos.tune.timing import FakeClock
+
+
+def host_copy(array):
+    """A numpy copy of a host array: numpy's own, or one read through DLPack (torch's)."""
+    return np.array(array if hasattr(array, "__array_interface__") else np.from_dlpack(array))
 
 
 class HostCopies:
@@ -70,7 +79,7 @@ class HostBackend:
 
     def __init__(self, kernel, args, times=None, overrun=(), refuse=None):
         checked = kernel.checked(kernel._variant)
-        bound = bind_kernel(checked, args, target="cpu")
+        bound = bind_kernel(checked, args, target="cpu", from_dlpack=_from_dlpack)
         self.kernel = kernel
         self.dims = dict(bound.dims)
         self.args = tuple(args)
@@ -88,14 +97,12 @@ class HostBackend:
         self.live_copies = None
 
     def reference(self, reference):
-        host = list(self.args)
-        for t in self.tensors:
-            host[t.index] = np.array(self.args[t.index])
-        reference(*host)
-        return {t.name: host[t.index] for t in self.tensors}
+        return run_reference(
+            reference, self.args, self.tensors, lambda t: host_copy(self.args[t.index])
+        )
 
     def copies(self):
-        originals = {t.name: np.array(self.args[t.index]) for t in self.tensors}
+        originals = {t.name: host_copy(self.args[t.index]) for t in self.tensors}
         self.live_copies = HostCopies(self.tensors, self.args, originals)
         return self.live_copies
 
