@@ -398,8 +398,13 @@ class Kernel:
         if len(space) == 1 or set(fixed) >= set(space.names) or not tuner.enabled():
             return self._variant
         from phobos.runtime.binding import bind_kernel
+        from phobos.runtime.dlpack import from_dlpack
+        from phobos.runtime.launch_gpu import stream_handle
 
-        bound = bind_kernel(self.checked(self._variant), args, target="gpu")
+        # DLPack arrays read as the launch will read them (each read takes a new capsule)
+        handle = None if stream is None else stream_handle(stream)
+        bound = bind_kernel(self.checked(self._variant), args, target="gpu",
+                            from_dlpack=lambda obj: from_dlpack(obj, handle))  # fmt: skip
         key = tuner.key_values(self, bound.dims)
         slot = (device.target, device.name, tuple(key.items()), tuple(sorted(fixed.items())))
         winner = self._winners.get(slot)
