@@ -495,41 +495,44 @@ class Sweeper:
         raise NotLowered(f"`{name}`", e.span)
 
     def exp_shifted(self, arg, p) -> list[Value] | None:
-        """`exp(a - b)` and `exp(a * c - b)` (c a scalar) as `ex2(fma(a, c log2 e, -b log2
-        e))`: one instruction an element for the shift and the change of base, where the
-        plain form takes a `sub` and a `mul` (softmax's `exp(s - rowmax)`: `-b log2 e` is
-        made once a row, where `b` is a row's register). The argument's rounding is then
-        that of `b log2 e`, not of `a - b`; exp is approximate either way (SPEC.md
-        "Elementwise"). The `ex2` flushes results under 2^-126 to zero (`.ftz`): the
-        plain `ex2.approx.f32` keeps them by scaling around the instruction, three more
-        instructions an element on sm_90 (a softmax's terms that small are nothing beside
-        its row's largest, 1). None: not of that form."""
+        """`exp(a - b)` and `exp(a * c - b)` (c a scalar), softmax's `exp(s * scale -
+        rowmax)`: the difference in one instruction an element, `sub` or `fma(a, c, -b)`
+        (`-b` made once a row where `b` is a row's register), then `* log2 e` and the
+        `ex2`, where the plain form takes a `mul` more for `a * c`. The difference is
+        rounded once, before the change of base: folding `b log2 e` into the `fma` as well
+        would round `b log2 e` on its own, which at the -1e30 of an empty row's maximum
+        is off by 2^76 in the exponent (`exp(m - m)` would not be 1). The `ex2` flushes
+        results under 2^-126 to zero (`.ftz`): the plain `ex2.approx.f32` keeps them by
+        scaling around the instruction, three more instructions an element on sm_90 (a
+        softmax's terms that small are nothing beside its row's largest, 1). None: not
+        of that form."""
         f32 = ("f32", "f32")
         if not (isinstance(arg, hir.Binary) and arg.op == "-"
                 and (elem_of(arg.left.type), elem_of(arg.right.type)) == f32):  # fmt: skip
             return None
         b, memo = self.lw.b, p.state.memo
         log2e = Imm(scalars.LOG2E, "f32")
-        left, slope = arg.left, log2e
+        left, scale = arg.left, None
         if isinstance(left, hir.Binary) and left.op == "*" and elem_of(left.type) == "f32":
             for x, c in ((left.left, left.right), (left.right, left.left)):
                 if id(c) in self.scalars and elem_of(c.type) == "f32":
                     left, scale = x, self.scalars[id(c)]
-                    if isinstance(scale, Imm):
-                        slope = Imm(scale.value * scalars.LOG2E, "f32")
-                    else:
-                        slope = self._shared(("exp_slope", scale.name), memo,
-                                             lambda s=scale: b.op("mul", "f32", s, log2e))  # fmt: skip
                     break
+        if scale is not None and isinstance(scale, Imm):
+            scale = b.copy(scale, "f32")
         out = []
         for x, y in zip(self.ev(left, p), self.ev(arg.right, p), strict=True):
-            if isinstance(y, Imm):
-                shift = Imm(-y.value * scalars.LOG2E, "f32")
-            else:
-                shift = self._shared(("exp_shift", y.name), memo,
-                                     lambda y=y: b.op("mul", "f32", y, Imm(-scalars.LOG2E, "f32")))  # fmt: skip
             x = b.copy(x, "f32") if isinstance(x, Imm) else x
-            power = b.op("fma", "f32", x, slope, shift, rounding="rn")
+            if scale is None:
+                diff = scalars.binary(b, "-", x, y, "f32")
+            else:
+                if isinstance(y, Imm):
+                    neg = Imm(-y.value, "f32")
+                else:
+                    neg = self._shared(("exp_neg", y.name), memo,
+                                       lambda y=y: b.op("neg", "f32", y))  # fmt: skip
+                diff = b.op("fma", "f32", x, scale, neg, rounding="rn")
+            power = b.op("mul", "f32", diff, log2e)
             out.append(b.op("ex2", "f32", power, rounding="approx", ftz=1))
         return out
 
