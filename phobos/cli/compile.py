@@ -4,6 +4,7 @@
                    [--chip sm_80|sm_90|sm_90a] [--all-variants] [--check-races]
                    [--jobs N] [--error-format human|json] [--origin MAP] [--explain CODE]
     phobos-compile --list-passes
+    phobos-compile --version
 
 `--emit` names a stage's artifact (ast, ph, py, hir, lir, ptx, json) or one of the
 lowering's passes (normalise, place, generate, verify: `--list-passes` says what each
@@ -16,6 +17,11 @@ race under `--check-races`) is a warning naming it and is left out of the PTX an
 contract; it is an error only when no variant of its kernel is left. The kernels are
 lowered and race-checked in `--jobs` processes (default: one per CPU; `--jobs 1` in
 this one); the output is the same whatever the count.
+
+A file that holds no kernel (only `fn`s, or nothing Phobos reads) compiles with a
+warning, since it makes no PTX to launch (not with `--emit ast`, `ph` or `py`, which
+print what the front end read). `--error-format json` writes one JSON object
+a line, each with `"version": 1` (`phobos.diagnostics.render.JSON_VERSION`).
 
 Exit status: 0 compiled, 1 the program has errors (diagnostics on stderr), 2 the
 command line is wrong (unknown flag, unreadable file, unknown suffix, bad span map),
@@ -155,10 +161,12 @@ def compile_files(
     output: str | None = None,
     origin: str | None = None,
     options: driver.Options | None = None,
+    warn_no_kernel: bool = False,
 ) -> int:
     """Compile every file to `emit`, report, and give the exit status.
 
-    With `emit` "ptx" and an `output`, the launch contract is written beside it.
+    With `emit` "ptx" and an `output`, the launch contract is written beside it. With
+    `warn_no_kernel`, a file without a kernel is a warning.
     """
     if output is not None and len(files) > 1:
         return session.usage(
@@ -194,6 +202,8 @@ def compile_files(
             session.report(all_diags)
             return session.internal_error(ice)
         diags = result.diagnostics
+        if warn_no_kernel and not any(d.severity == "error" for d in diags):
+            diags = [*diags, *_no_kernel(result, source)]
         if remap is not None:
             diags = [d.mapped(remap) for d in diags]
         session.report(diags)
@@ -221,6 +231,38 @@ def compile_files(
                 )
             )
     return session.finish(all_diags)
+
+
+def _no_kernel(result, source) -> list[Diagnostic]:
+    """The warning for a compiled file that holds no kernel, or nothing."""
+    from phobos.syntax import ast
+
+    program = result.artifacts.get("ast")
+    if program is None or any(isinstance(i, ast.Kernel) for i in program.items):
+        return []
+    python = source.name.endswith(".py")
+    fns = sum(isinstance(i, ast.Function) for i in program.items)
+    what = f"only {fns} fn{'s' * (fns != 1)}" if fns else "nothing Phobos reads"
+    kernel = "`@ph.kernel` def" if python else "`kernel`"
+    return [
+        Diagnostic.warning(
+            None,
+            f"`{source.name}` holds no kernel ({what}), so it compiles to nothing to launch",
+            None,
+            help=f"a kernel is a {kernel}; a module's fns compile only into its kernels",
+        )
+    ]
+
+
+def version() -> str:
+    """`phobos 0.1.0`: the installed package's version, else this checkout's."""
+    from importlib import metadata
+
+    try:
+        number = metadata.version("phobos")
+    except metadata.PackageNotFoundError:
+        from phobos import __version__ as number
+    return f"phobos {number}"
 
 
 def contract_path(output: str) -> str:
@@ -310,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="report diagnostics at the Python lines MAP maps the .ph to",
     )
     parser.add_argument("--explain", metavar="CODE", help="explain an error code and exit")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument(
         "--list-passes",
         action="store_true",
@@ -357,6 +400,9 @@ def run(
     """Run `phobos-compile` with `argv` (without the program name); return the exit status."""
 
     def body(session, opts) -> int:
+        if opts.version:
+            session.stdout.write(version() + "\n")
+            return EXIT_OK
         if opts.explain is not None:
             return explain_code(session, opts.explain)
         if opts.list_passes:
@@ -383,7 +429,11 @@ def run(
 
             jobs = cpu_count()
         options = driver.Options(opts.chip, opts.all_variants, opts.check_races, jobs)
-        return compile_files(session, opts.files, emit, opts.output, opts.origin, options)
+        # Printing what the front end read (`ast`, `ph`, `py`) is not compiling it.
+        compiles = emit not in ("ast", "ph", "py")
+        return compile_files(
+            session, opts.files, emit, opts.output, opts.origin, options, warn_no_kernel=compiles
+        )
 
     return run_tool("phobos-compile", build_parser(), argv, stdout, stderr, color, body)
 

@@ -1,6 +1,7 @@
 """`ph2py`: print the Python spelling of a Phobos source.
 
     ph2py FILE.ph [FILE.ph...] [-o OUT] [--error-format human|json]
+    ph2py --version
 
 The output is a Python module whose `@ph.kernel` and `@ph.fn` functions translate
 back to the same program. Diagnostics and exit statuses are those of
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from phobos.cli.compile import UsageError, _Parser, compile_files, run_tool
+from phobos.cli.compile import UsageError, _Parser, compile_files, run_tool, version
 from phobos.diagnostics.diagnostic import Diagnostic
 
 
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="human",
         help="diagnostics as rustc lays them out, or one JSON object per line",
     )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     return parser
 
 
@@ -40,6 +42,9 @@ def run(
     """Run `ph2py` with `argv` (without the program name); return the exit status."""
 
     def body(session, opts) -> int:
+        if opts.version:
+            session.stdout.write(version() + "\n")
+            return 0
         if not opts.files:
             raise UsageError("no input files (see `ph2py --help`)")
         for path in opts.files:

@@ -66,9 +66,15 @@ def render_human(diags: Iterable[Diagnostic], color: bool = False) -> str:
     return "".join(out)
 
 
+# The layout of `render_json`'s objects; documented in docs/tools.md.
+JSON_VERSION = 1
+
+
 def render_json(diags: Iterable[Diagnostic]) -> str:
     """One JSON object per diagnostic, one per line.
 
+    Each object starts with `"version": JSON_VERSION`, the version of this layout, which
+    grows only when a field changes meaning or goes (a new field leaves it as it is).
     Lines and columns are 1-based, columns count characters, `end_column` is the
     column just past the span; `byte_start`/`byte_end` are UTF-8 offsets. A
     diagnostic without a span has null location fields.
@@ -93,6 +99,7 @@ def diagnostic_to_dict(diag: Diagnostic) -> dict:
         labels.append(_label_dict(diag.primary, True))
     labels.extend(_label_dict(lbl, False) for lbl in diag.secondary)
     return {
+        "version": JSON_VERSION,
         "severity": diag.severity,
         "code": diag.code,
         "message": diag.message,

@@ -14,11 +14,11 @@ from __future__ import annotations
 from phobos.interp.errors import InterpError
 
 
-def run_kernel(kernel, grid, args, dims=None, *, max_iterations=None) -> None:
+def run_kernel(kernel, grid, args, dims=None, *, max_iterations=None, max_seconds=None) -> None:
     """Run `kernel` over `grid` on numpy arrays: see `phobos.interp.tiles.run_kernel`."""
     from phobos.interp.tiles import run_kernel as run
 
-    run(kernel, grid, args, dims, max_iterations=max_iterations)
+    run(kernel, grid, args, dims, max_iterations=max_iterations, max_seconds=max_seconds)
 
 
 def run_lir(kernel, grid, params, memory, **options):

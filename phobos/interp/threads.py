@@ -46,6 +46,7 @@ TMA loads), `threads_memory` (global memory).
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,7 +125,7 @@ def run_lir(
     shared memory in bytes, after the kernel's static `smem`. A loop that runs more than
     `max_iterations` times (default `phobos.interp.tiles.iteration_limit()`) is an error.
     """
-    from phobos.interp.tiles import iteration_limit
+    from phobos.interp.tiles import iteration_limit, loop_seconds
 
     grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
     if not 1 <= len(grid) <= 3 or any(g < 1 for g in grid):
@@ -157,6 +158,7 @@ def run_lir(
         values[p.name] = _param_value(p, params[p.name], kernel)
     full = grid + (1,) * (3 - len(grid))
     launch = _Launch(kernel, full, values, memory, size, max_iterations or iteration_limit())
+    launch.max_seconds = loop_seconds()
     if check_races:  # one a rank: a cluster's CTAs interleave, each with its own epochs
         launch.recorders = [RaceRecorder(size, kernel.shared, max_races) for _ in range(c)]
     ctas = 0
@@ -220,6 +222,7 @@ class _Launch:
         self.memory = memory
         self.smem = smem
         self.max_iterations = max_iterations
+        self.max_seconds = 10.0  # run_lir sets `phobos.interp.tiles.loop_seconds()`
         self.recorders: list[RaceRecorder] = []  # with check_races: one per cluster rank
         self.barriers = 0
 
@@ -339,10 +342,18 @@ class _CTA(
             else:
                 raise InterpError(f"not a lir item: {item!r}")
 
-    def _count(self, n: int, span) -> None:
+    def _count(self, n: int, span, started: float) -> None:
         if n > self.launch.max_iterations:
             raise InterpError(
                 f"the loop ran past {self.launch.max_iterations} iterations: it looks endless",
+                span,
+            )
+        if n % 64 == 0 and time.thread_time() - started > self.launch.max_seconds:
+            from phobos.interp.tiles import LOOP_SECONDS_VAR
+
+            raise InterpError(
+                f"the loop ran past {self.launch.max_seconds:g} seconds ({n} iterations): "
+                f"it looks endless; `{LOOP_SECONDS_VAR}` raises the limit",
                 span,
             )
 
@@ -351,14 +362,14 @@ class _CTA(
         self.write(var, self.value(item.lo, t), t, eff)
         frame = _Loop(self.T)
         inside = eff.copy()
-        n = 0
+        n, started = 0, time.thread_time()
         while True:
             inside &= ~self.returned & ~frame.broken
             inside &= compare("lt", t, self.reg(var), self.value(item.hi, t))
             if not inside.any():
                 return
             n += 1
-            self._count(n, item.span)
+            self._count(n, item.span, started)
             frame.continued[:] = False
             self.block(item.body, inside, frame)
             inside &= ~frame.broken & ~self.returned
@@ -368,12 +379,12 @@ class _CTA(
     def loop(self, item: lir.Loop, eff) -> None:
         frame = _Loop(self.T)
         inside = eff.copy()
-        n = 0
+        n, started = 0, time.thread_time()
         while True:
             inside &= ~self.returned & ~frame.broken
             if not inside.any():
                 return
             n += 1
-            self._count(n, item.span)
+            self._count(n, item.span, started)
             frame.continued[:] = False
             self.block(item.body, inside, frame)

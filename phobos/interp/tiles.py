@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 
 import numpy as np
 
@@ -42,6 +43,11 @@ MATH = ("exp", "log", "sqrt", "tanh", "round", "floor", "ceil", "abs", "rsqrt", 
 ELEMENTWISE = frozenset(MATH) | {"pow", "min", "max", "tmax", "where"} | set(DTYPES)
 MAX_ITERATIONS = 10_000_000
 MAX_ITERATIONS_VAR = "PHOBOS_INTERP_MAX_ITERATIONS"
+# A loop of the interpreter runs some 10^4 to 10^5 turns a second, so a loop that never
+# ends would take minutes to reach MAX_ITERATIONS; the time budget stops it in seconds.
+LOOP_SECONDS = 10.0
+LOOP_SECONDS_VAR = "PHOBOS_INTERP_LOOP_SECONDS"
+_CLOCK_EVERY = 64  # turns between readings of the clock
 FOLDS = {"sum", "max", "min", "any", "all", "argmax", "reduce"}
 
 
@@ -64,8 +70,36 @@ def iteration_limit() -> int:
     return n
 
 
+def loop_seconds() -> float:
+    """The most seconds of the interpreter's own work one run of a loop may take before
+    it is called endless: `PHOBOS_INTERP_LOOP_SECONDS`, else `LOOP_SECONDS`.
+
+    The clock is the CPU time of the thread running the CTA, so a CTA waiting for its
+    turn (a cooperative launch) or a machine busy with other work does not count.
+
+    >>> loop_seconds() == float(os.environ.get(LOOP_SECONDS_VAR, LOOP_SECONDS))
+    True
+    """
+    raw = os.environ.get(LOOP_SECONDS_VAR, "").strip()
+    if not raw:
+        return LOOP_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise InterpError(f"`{LOOP_SECONDS_VAR}` is `{raw}`: give a positive number of seconds")
+    return seconds
+
+
 def run_kernel(
-    kernel: hir.Kernel, grid, args: dict, dims: dict | None = None, *, max_iterations=None
+    kernel: hir.Kernel,
+    grid,
+    args: dict,
+    dims: dict | None = None,
+    *,
+    max_iterations=None,
+    max_seconds=None,
 ) -> None:
     """Run `kernel` over `grid` (1 to 3 axes) with `args` by parameter name.
 
@@ -73,8 +107,9 @@ def run_kernel(
     A bf16 tensor is float32 values (already rounded to bf16), or, as the card holds it,
     the uint16 bits of each value (written back rounded to nearest even).
     `dims` gives each dynamic extent its value; one left out is read off the arrays.
-    A loop that runs `max_iterations` times (default: `iteration_limit()`) and would go
-    on raises `InterpError` at the loop, as a loop that never ends would hang.
+    A loop that runs `max_iterations` times (default: `iteration_limit()`), or for
+    `max_seconds` of the interpreter's work (default: `loop_seconds()`), and would go on
+    raises `InterpError` at the loop, as a loop that never ends would hang.
     """
     grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
     if not 1 <= len(grid) <= 3 or any(g < 1 for g in grid):
@@ -100,6 +135,7 @@ def run_kernel(
     _check_aligned(kernel, dims)
     launch = Launch(kernel, grid, dims)
     launch.max_iterations = max_iterations or iteration_limit()
+    launch.max_seconds = max_seconds or loop_seconds()
     blocks = list(itertools.product(*(range(g) for g in reversed(grid))))
     blocks = [tuple(reversed(b)) for b in blocks]
     with np.errstate(all="ignore"):
@@ -135,6 +171,17 @@ def _while_loop(s: hir.While) -> str:
     if not names:
         return "`while` loop"
     return "`while` loop on " + ", ".join(f"`{n}`" for n in names)
+
+
+def _first_line(span):
+    """A loop's span cut to its header line, where an error about the loop points."""
+    if span is None:
+        return None
+    cut = span.text.find("\n")
+    if cut < 0:
+        return span
+    head = span.text[:cut].rstrip()
+    return span.source.span(span.start, span.start + len(head.encode("utf-8")))
 
 
 def _check_aligned(kernel: hir.Kernel, dims: dict) -> None:
@@ -185,6 +232,7 @@ class Launch:
         self.coop: Cooperative | None = None
         self.barriers = 0  # CTA barriers run (for tests and tracing)
         self.max_iterations = MAX_ITERATIONS
+        self.max_seconds = LOOP_SECONDS
 
 
 class Loop:
@@ -327,13 +375,13 @@ class CTA(BuiltinCalls):
         entry = self.active
         loop = Loop(self.T)
         self.loops.append(loop)
-        turns = 0
+        turns, started = 0, time.thread_time()
         try:
             while True:
                 live = entry & ~loop.broken & ~self.returned & (i < hi)
                 if not live.any():
                     break
-                turns = self.count_turn(s, turns, f"`for` loop over `{s.var.name}`")
+                turns = self.count_turn(s, turns, f"`for` loop over `{s.var.name}`", started)
                 self.set_active(live)
                 self.env[s.var] = i
                 self.block(s.body)
@@ -347,7 +395,7 @@ class CTA(BuiltinCalls):
         entry = self.active
         loop = Loop(self.T)
         self.loops.append(loop)
-        turns = 0
+        turns, started = 0, time.thread_time()
         try:
             while True:
                 self.set_active(entry & ~loop.broken & ~self.returned)
@@ -356,7 +404,7 @@ class CTA(BuiltinCalls):
                 live = self.active & self.scalar(s.cond)
                 if not live.any():
                     break
-                turns = self.count_turn(s, turns, _while_loop(s))
+                turns = self.count_turn(s, turns, _while_loop(s), started)
                 self.set_active(live)
                 self.block(s.body)
                 loop.continued[:] = False
@@ -364,15 +412,25 @@ class CTA(BuiltinCalls):
             self.loops.pop()
         self.set_active(entry & ~self.returned)
 
-    def count_turn(self, s, turns: int, what: str) -> int:
-        """One more iteration of the loop `s`; past the launch's limit, an error."""
+    def count_turn(self, s, turns: int, what: str, started: float) -> int:
+        """One more iteration of the loop `s`, which began at CPU time `started`; past
+        the launch's limit of turns or of seconds, an error."""
         limit = self.launch.max_iterations
         if turns >= limit:
             raise InterpError(
                 f"this {what} did not finish after {limit} iterations; if it is meant to "
                 f"run longer, raise the limit with `{MAX_ITERATIONS_VAR}`",
-                s.span,
+                _first_line(s.span),
             )
+        if turns % _CLOCK_EVERY == 0 and turns:
+            seconds = self.launch.max_seconds
+            if time.thread_time() - started > seconds:
+                raise InterpError(
+                    f"this {what} did not finish after {seconds:g} second{'s' * (seconds != 1)} ({turns} "
+                    f"iterations); if it is meant to run longer, raise the limit with "
+                    f"`{LOOP_SECONDS_VAR}`",
+                    _first_line(s.span),
+                )
         return turns + 1
 
     def s_Break(self, s):
@@ -601,7 +659,13 @@ class CTA(BuiltinCalls):
     def e_Slice(self, e: hir.Slice):
         if all(sub.point for sub in e.subs):
             view = self.view(e.base)
-            return self.load_point(view, [self.scalar(sub.start) for sub in e.subs])
+            idx = [self.scalar(sub.start) for sub in e.subs]
+            try:
+                return self.load_point(view, idx)
+            except InterpError as err:  # at the read itself, not the statement around it
+                if err.span is None:
+                    err.span = e.span
+                raise
         if self.run_k is not None:
             return self.run_element(e, self.run_k)
         return self.view(e)

@@ -17,6 +17,8 @@ calls one:
 
 from __future__ import annotations
 
+import sys
+
 from phobos.names import CTX_AXES, CTX_FIELDS
 
 
@@ -70,6 +72,15 @@ class TypeConstructor:
         return f"ph.{self.name}"
 
     def __getitem__(self, elem) -> TypeSpelling:
+        # Only a `def` Python runs without `from __future__ import annotations` gets here:
+        # its dimensions come next, and they are names Python does not know.
+        from phobos.pyfront.future import eager_annotation
+
+        refused = eager_annotation(sys._getframe(1))
+        if refused:
+            from phobos.lang.kernels import KernelCompileError
+
+            raise KernelCompileError(refused)
         return TypeSpelling(f"ph.{self.name}[{elem!r}]")
 
     def __call__(self, *args, **kwargs):

@@ -260,9 +260,10 @@ def _per_element(lw, e, k: int, runs: dict, scalars_seen: dict) -> Value:
 
 
 def _byte_run(x) -> hir.Slice | None:
-    """`x` as `i32(run)` of an i8 run, else None."""
+    """`x` as `i32(run)` of an i8 run, else None (a single element `i32(Q[r, c])` too)."""
     if (isinstance(x, hir.Convert) and elem_of(x.type) == "i32"
-            and isinstance(x.value, hir.Slice) and elem_of(x.value.type) == "i8"):  # fmt: skip
+            and isinstance(x.value, hir.Slice) and elem_of(x.value.type) == "i8"
+            and not all(s.point for s in x.value.subs)):  # fmt: skip
         return x.value
     return None
 

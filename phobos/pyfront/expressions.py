@@ -24,6 +24,7 @@ import ast as py
 import difflib
 
 from phobos.diagnostics import Diagnostic
+from phobos.diagnostics.habits import TRITON_MODULES, habit
 from phobos.names import BUILTINS, CTX_AXES, CTX_FIELDS, SCALARS, all_names
 from phobos.pyfront import spellings
 from phobos.pyfront.reader import MODULE, ImportScope, Positions
@@ -96,8 +97,11 @@ class ExpressionTranslator:
         while isinstance(base, py.Subscript):
             base = base.value
         name = self.scope.lang_name(base)
+        foreign = self.triton_habit(base)
         if name is not None and name != MODULE and name not in all_names():
             self.refuse("unknown", self.span(base), name=name, help=suggest(name))
+        elif foreign is not None:
+            self.refuse("foreign", span, name=py.unparse(base), help=foreign)
         else:
             self.refuse("not_a_type", span)
         return ph.ScalarType("f32", span=span)
@@ -203,8 +207,27 @@ class ExpressionTranslator:
         inner = e.value
         if isinstance(inner, py.Attribute) and self.scope.lang_name(inner.value) == "ctx":
             return self.ctx(inner.attr, e.attr, span)
-        self.refuse("attribute", span)
+        foreign = self.triton_habit(e)
+        if foreign is not None:
+            self.refuse("foreign", span, name=py.unparse(e), help=foreign)
+        else:
+            self.refuse("attribute", span)
         return self.error_expr(span)
+
+    def triton_habit(self, node: py.expr) -> str | None:
+        """The help for Triton's `tl.name` (or `triton.language.name`, or a bare `name`
+        where Phobos reads a type), when `name` is one Triton kernels write."""
+        if isinstance(node, py.Name) and self.scope.lang_name(node) is None:
+            return habit(node.id, python=True, triton_only=True)
+        if not isinstance(node, py.Attribute):
+            return None
+        base = node.value
+        while isinstance(base, py.Attribute) and base.attr in TRITON_MODULES:
+            base = base.value
+        if isinstance(base, py.Name) and base.id in TRITON_MODULES:
+            if self.scope.lang_name(base) is None:
+                return habit(node.attr, python=True, triton_only=True)
+        return None
 
     def ctx(self, name: str, axis: str | None, span: Span) -> ph.Expr:
         if name not in CTX_FIELDS:
@@ -375,6 +398,11 @@ def float_text(text: str) -> str:
 
 
 def suggest(name: str) -> str:
+    """The help for a `ph.name` that `phobos.lang` lacks: what Phobos writes for a name
+    of Triton's or Python's, else the closest name it has."""
+    said = habit(name, python=True)
+    if said is not None:
+        return said
     close = difflib.get_close_matches(name, all_names(), n=1)
     return f"did you mean `ph.{close[0]}`?" if close else ""
 

@@ -44,11 +44,13 @@ NOT_A_VALUE = "E0119"  # `ph.let`, `ph.kernel`, the module itself used as a valu
 RESERVED = "E0120"  # a Python name that is a Phobos keyword
 NESTING = "E0121"  # nested too deeply to translate
 USES_GLOBAL = "E0122"  # a `uses` name the module also binds
+MISSING_FUTURE = "E0123"  # annotations Python evaluates: no `from __future__ import annotations`
 
 CODES = (
     SYNTAX, OPERATOR, EXPRESSION, COLLECTION, LITERAL, STATEMENT, LOOP_ELSE, TARGET,
     DECLARATION, RETURN_VALUE, PARAMETER, TYPE, UNKNOWN_NAME, ATTRIBUTE_ACCESS, KEYWORD_ARG,
     DECORATOR, ATTRIBUTE_ARG, FOR_HEADER, SLICE, NOT_A_VALUE, RESERVED, NESTING, USES_GLOBAL,
+    MISSING_FUTURE,
 )  # fmt: skip
 
 
@@ -196,6 +198,7 @@ REFUSALS: dict[str, Refusal] = {
     "unknown": Refusal(UNKNOWN_NAME, "`phobos.lang` has no `{name}`", "", "{help}"),
     "attribute": Refusal(ATTRIBUTE_ACCESS, "attribute access is not supported in Phobos", "",
                          "only `ph.<name>` and `ph.ctx.<field>` are read with a dot"),
+    "foreign": Refusal(ATTRIBUTE_ACCESS, "`{name}` is not Phobos", "Triton's spelling", "{help}"),
     "ctx_field": Refusal(ATTRIBUTE_ACCESS, "`ph.ctx` has no field `{name}`", "",
                          "the fields are {fields}"),
     "ctx_axis": Refusal(ATTRIBUTE_ACCESS, "`ph.ctx.{field}` has no axis `{name}`", "",

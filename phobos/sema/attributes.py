@@ -85,6 +85,9 @@ E_CLUSTER = "E0218"  # @pipeline(cluster = C) with C no cluster size
 # .maxnreg in 16..255 (the spec's range for max_regs).
 MAX_THREADS = 1024
 MAX_REGS = (16, 255)
+# The most CTAs one SM keeps resident on any target Phobos emits for (sm_80 and sm_90:
+# 32); `.minnctapersm` beyond it asks for an occupancy no SM has.
+MAX_MIN_BLOCKS = 32
 DEFAULT_THREADS = 256
 LANES = 32  # SPEC.md "Indexing and synchronization": ctx.lanes on NVIDIA
 TENSORCORE_PATHS = ("sync", "wmma")
@@ -822,10 +825,15 @@ def _bound(lo: int, hi: int | None) -> str:
 
 
 # `@launch`'s arguments in order: name, least, most (None: no upper bound).
-LAUNCH_RANGES = (("threads", 1, MAX_THREADS), ("min_blocks", 1, None), ("max_regs", *MAX_REGS))
+LAUNCH_RANGES = (
+    ("threads", 1, MAX_THREADS),
+    ("min_blocks", 1, MAX_MIN_BLOCKS),
+    ("max_regs", *MAX_REGS),
+)
 LAUNCH_NOTES = {
     "threads": "a CTA holds at most 1024 threads (PTX `.maxntid`)",
-    "min_blocks": "min_blocks is the CTAs per SM to plan for (PTX `.minnctapersm`)",
+    "min_blocks": "min_blocks is the CTAs per SM to plan for (PTX `.minnctapersm`), "
+    "and an SM holds at most 32",
     "max_regs": "max_regs caps the registers of a thread (PTX `.maxnreg`)",
 }
 

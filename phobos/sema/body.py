@@ -10,10 +10,13 @@ from __future__ import annotations
 from phobos.diagnostics.diagnostic import Diagnostic, Label
 from phobos.names import BUILTINS, CONVERSIONS, SCALARS
 from phobos.sema import hir
+from phobos.sema.declarations import positive_extent
 from phobos.sema.fold import FoldError, fold_binary, fold_convert, fold_unary, round_float
 from phobos.sema.inline import is_python, reads_from_caller, written_params
+from phobos.sema.missing import cannot_find
+from phobos.sema.ranks import rank_help
 from phobos.sema.registers import kernel_registers, note_update, register_decl
-from phobos.sema.scope import Binding, Scope, did_you_mean
+from phobos.sema.scope import Binding, Scope
 from phobos.sema.typing import (
     FLOATS,
     INTEGERS,
@@ -140,6 +143,10 @@ class KernelChecker(UniformityMixin):
 
     def resolve_dim(self, d, dyn_order=None):
         if isinstance(d, ast.Int):
+            refused = positive_extent(d)
+            if refused is not None:
+                self.diags.append(refused)
+                return 1
             return d.value
         if d.id in self.setup.variant:
             return self.setup.variant[d.id]
@@ -170,6 +177,14 @@ class KernelChecker(UniformityMixin):
                     help="declare a tile: `tile<T>[..]`, or take the tensor as a parameter",
                 )
                 raise Bail
+            if t.elem.name == "bool":  # a bool has no width in memory to load or store
+                self.error(
+                    "E0330",
+                    "a tensor of `bool` is not supported",
+                    t.elem,
+                    "no memory layout",
+                    help="take a `u8` tensor and compare it: `A[i] != 0`",
+                )
             return hir.TensorT(
                 S(t.elem.name), tuple(self.resolve_dim(d, dyn_order) for d in t.dims)
             )
@@ -306,13 +321,14 @@ class KernelChecker(UniformityMixin):
         te, ve = elem(target), elem(value.type)
         if is_shaped(target):
             if is_shaped(value.type) and not fits(value.type.dims, target.dims):
+                ranks = rank_help(value, value.type.dims, target.dims, python=self.python)
                 self.error(
                     "E0304",
                     f"a value of shape {shape_text(value.type.dims)} does not fit "
                     f"{shape_text(target.dims)}",
                     node,
                     f"shape {shape_text(value.type.dims)}",
-                    help="tiles broadcast only over axes of extent 1",
+                    help=ranks or "tiles broadcast only over axes of extent 1",
                 )
                 raise Bail
         elif is_shaped(value.type):
@@ -914,14 +930,7 @@ class KernelChecker(UniformityMixin):
             )
             raise Bail
         candidates = scope.visible() | set(self.setup.variant) | set(self.dyn)
-        close = did_you_mean(e.id, candidates)
-        self.error(
-            "E0250",
-            f"cannot find `{e.id}` in this scope",
-            e,
-            "not found",
-            help=f"a name with a similar name exists: `{close}`" if close else (),
-        )
+        self.diags.append(cannot_find(e.id, e.span, candidates, call=False))
         raise Bail
 
     def ctx(self, e: ast.Ctx):
@@ -1031,12 +1040,15 @@ class KernelChecker(UniformityMixin):
             if ld is not None and rd is not None:
                 dims = broadcast(ld, rd)
                 if dims is None:
+                    ranks = rank_help(left, ld, rd, python=self.python) or rank_help(
+                        right, rd, ld, python=self.python
+                    )
                     self.error(
                         "E0304",
                         f"shapes {shape_text(ld)} and {shape_text(rd)} do not broadcast",
                         node,
                         f"{shape_text(ld)} {op} {shape_text(rd)}",
-                        help="tiles broadcast only over axes of extent 1",
+                        help=ranks or "tiles broadcast only over axes of extent 1",
                     )
                     raise Bail
             else:
@@ -1225,12 +1237,5 @@ class KernelChecker(UniformityMixin):
             self.error("E0262", f"`{name}` is a value, not a fn", e.func, "not callable")
             raise Bail
         candidates = set(self.fns) | set(BUILTINS) | set(CONVERSIONS)
-        close = did_you_mean(name, candidates)
-        self.error(
-            "E0250",
-            f"cannot find fn `{name}` in this scope",
-            e.func,
-            "not found",
-            help=f"a fn with a similar name exists: `{close}`" if close else (),
-        )
+        self.diags.append(cannot_find(name, e.func.span, candidates, call=True))
         raise Bail

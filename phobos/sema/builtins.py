@@ -133,11 +133,19 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
     if name in ("min", "max", "tmax"):
         _count(ck, name, call, 2)
         a, b = _args(ck, call, scope)
-        probe = ck.binary_typed("+" if is_float(a.type) or is_float(b.type) else "<", a, b, call)
+        # The probe joins the operands' types; `<` of integer tiles is a comparison
+        # only `where` may hold, which `min`'s own lowering is, so it is allowed here.
+        saved, ck.in_where = ck.in_where, True
+        try:
+            op = "+" if is_float(a.type) or is_float(b.type) else "<"
+            probe = ck.binary_typed(op, a, b, call)
+        finally:
+            ck.in_where = saved
         t = probe.type if probe.type != S("bool") else elem(a.type)
         if is_shaped(probe.type):
+            joined = elem(probe.left.type) if op == "<" else elem(probe.type)  # not the bool
             t = hir.TileT(
-                elem(ck.convert(a, elem(b.type)).type) if ck.is_weak(a) else elem(probe.type),
+                elem(ck.convert(a, elem(b.type)).type) if ck.is_weak(a) else joined,
                 probe.type.dims,
             )
         a2 = ck.convert(a, elem(t)) if not ck.is_weak(a) else ck.adopt(a, elem(t), call)
@@ -229,7 +237,8 @@ def check_builtin(ck, name: str, call: ast.Call, scope) -> hir.Expr:
                 help="use it in `t = where(iota(1) < n, t, 0.0)` or a tile declaration's value",
             )
             raise Bail
-        if not isinstance(d, hir.Const) or not (0 <= d.value < len(ck.tile_target)):
+        axis = int_constant(d)
+        if axis is None or not (0 <= axis < len(ck.tile_target)):
             _bad(
                 ck,
                 name,
@@ -577,12 +586,7 @@ def _collective(ck, name, call, scope):
             )
             raise Bail
         w = ck.expr(config["width"].value, scope)
-        if (
-            not isinstance(w, hir.Const)
-            or not isinstance(w.value, int)
-            or not power_of_two(w.value)
-            or LANES % w.value
-        ):
+        if int_constant(w) is None or not power_of_two(w.value) or LANES % w.value:
             ck.error(
                 "E0320",
                 f"a `width` is a constant power of two dividing {LANES}",
@@ -639,6 +643,14 @@ def _collective(ck, name, call, scope):
     return _mk(name, [x], rt, uni, cfg, span=call.span, **extra)
 
 
+def int_constant(e) -> int | None:
+    """The value of `e` when it is an integer constant (not a float, not a `bool`): a
+    built-in's constant argument is tested as an int before any arithmetic on it."""
+    if isinstance(e, hir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    return None
+
+
 def _fold_fn(ck, f):
     """The fn a `reduce` folds by: a module fn `f(a, b) = e`, inlined at each step of the
     fold. SPEC.md asks it to be associative and commutative, which no check can prove;
@@ -691,7 +703,7 @@ def _shuffle(ck, call, scope):
     cfg = [(modes[0], src)]
     if "width" in config:
         w = ck.expr(config["width"].value, scope)
-        if not isinstance(w, hir.Const) or not power_of_two(w.value) or LANES % w.value:
+        if int_constant(w) is None or not power_of_two(w.value) or LANES % w.value:
             ck.error(
                 "E0320",
                 f"a `width` is a constant power of two dividing {LANES}",

@@ -26,6 +26,7 @@ from phobos.diagnostics.diagnostic import Diagnostic
 from phobos.sema import hir
 from phobos.sema.body import KernelChecker
 from phobos.sema.context import kernel_setup
+from phobos.sema.declarations import kernel_names, module_names
 from phobos.syntax import ast
 
 
@@ -46,7 +47,9 @@ def check_kernel(
         return None, [
             Diagnostic.error("E0250", f"no kernel named `{kernel_name}` (kernels: {known})", None)
         ]
-    return _check_one(program, found[0], variant, index_width)
+    kernel, diags = _check_one(program, found[0], variant, index_width)
+    module = module_names(program)
+    return (None if module else kernel), module + diags
 
 
 def check_program(
@@ -56,12 +59,13 @@ def check_program(
 ) -> tuple[list[hir.Kernel], list[Diagnostic]]:
     """Check every kernel of `program`; a kernel with errors is left out of the list."""
     out: list[hir.Kernel] = []
-    diagnostics: list[Diagnostic] = []
+    module = module_names(program)  # a name defined twice: no kernel of the module compiles
+    diagnostics: list[Diagnostic] = list(module)
     for item in program.items:
         if isinstance(item, ast.Kernel):
             kernel, diags = _check_one(program, item, variant, index_width)
             diagnostics.extend(diags)
-            if kernel is not None:
+            if kernel is not None and not module:
                 out.append(kernel)
     return out, diagnostics
 
@@ -71,7 +75,9 @@ def _check_one(program, kernel_ast, variant, index_width):
         return None, [
             Diagnostic.error("E0453", f"an index is 32 or 64 bits wide, not {index_width}", None)
         ]
+    named = kernel_names(kernel_ast)
     setup, diags = kernel_setup(kernel_ast, variant)
+    diags = named + diags
     if any(d.severity == "error" for d in diags):
         return None, diags
     table: dict = {}

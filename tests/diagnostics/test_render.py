@@ -348,6 +348,7 @@ def test_json_fields():
     assert len(rows) == 2
     first = json.loads(rows[0])
     assert first == {
+        "version": 1,
         "severity": "error",
         "code": "E0012",
         "message": "cannot find value `x` in this scope",

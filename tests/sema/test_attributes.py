@@ -419,9 +419,15 @@ CASES = {
     ),
     "launch_min_blocks": (
         "E0213",
-        "min_blocks must be at least 1, found 0",
+        "min_blocks must be from 1 to 32, found 0",
         "@launch(256, 0)  // <-\nkernel k() { }",
         "@ph.launch(256, 0)  # <-\ndef k():\n    pass",
+    ),
+    "launch_min_blocks_high": (
+        "E0213",
+        "min_blocks must be from 1 to 32, found 4294967296",
+        "@launch(256, 4294967296)  // <-\nkernel k() { }",
+        "@ph.launch(256, 4294967296)  # <-\ndef k():\n    pass",
     ),
     "launch_few_regs": (
         "E0213",

@@ -9,7 +9,7 @@ kernel calls(x: tensor<f32>[N]) { }
 @tensorcore(sync, wmma)   //~ ERROR `@tensorcore` takes at most one path
 @registers(3)             //~ ERROR `@registers` takes only names of `var` tiles
 @aligned(N = 0)           //~ ERROR `N` cannot be aligned to `0`
-@launch(256, 0)           //~ ERROR `@launch` min_blocks must be at least 1, found 0
+@launch(256, 0)           //~ ERROR `@launch` min_blocks must be from 1 to 32, found 0
 kernel args(x: tensor<f32>[N]) {
   var t: tile<f32>[1, 64] = 0.0
 }

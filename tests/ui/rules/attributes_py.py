@@ -19,7 +19,7 @@ def calls(x: ph.tensor[ph.f32][N]):
 @ph.tensorcore("sync", "wmma")  #~ ERROR `@ph.tensorcore` takes at most one path
 @ph.registers(3)  #~ ERROR `@ph.registers` takes only names of `var` tiles
 @ph.aligned(N=0)  #~ ERROR `N` cannot be aligned to `0`
-@ph.launch(256, 0)  #~ ERROR `@ph.launch` min_blocks must be at least 1, found 0
+@ph.launch(256, 0)  #~ ERROR `@ph.launch` min_blocks must be from 1 to 32, found 0
 def args(x: ph.tensor[ph.f32][N]):
     t: ph.var[ph.tile[ph.f32][1, 64]] = 0.0
 

@@ -34,7 +34,7 @@ kernel align_tiles(A: tensor<f32>[M, N]) { }  //~^ ERROR `N` cannot be aligned t
 kernel align_kind(A: tensor<f32>[M]) { }
 
 @launch(2048, 0, 8)                         //~ ERROR `@launch` threads must be from 1 to 1024, found 2048
-kernel launch_range(A: tensor<f32>[N]) { }  //~^ ERROR `@launch` min_blocks must be at least 1, found 0
+kernel launch_range(A: tensor<f32>[N]) { }  //~^ ERROR `@launch` min_blocks must be from 1 to 32, found 0
 //~^^ ERROR `@launch` max_regs must be from 16 to 255, found 8
 
 @launch(256, 1, 64, 2)                      //~ ERROR `@launch` takes at most three arguments
