@@ -79,3 +79,23 @@ def launch4(
     d: ph.tensor[ph.f32][N],
 ):
     d[0:+64] = a[0:+64] + b[0:+64] + c[0:+64]
+
+
+@ph.kernel
+@ph.launch(64)
+def launch12(
+    a: ph.tensor[ph.f32][N],
+    b: ph.tensor[ph.f32][N],
+    c: ph.tensor[ph.f32][N],
+    d: ph.tensor[ph.f32][N],
+    e: ph.tensor[ph.f32][N],
+    f: ph.tensor[ph.f32][N],
+    g: ph.tensor[ph.f32][N],
+    h: ph.tensor[ph.f32][N],
+    i: ph.tensor[ph.f32][N],
+    j: ph.tensor[ph.f32][N],
+    k: ph.tensor[ph.f32][N],
+    out: ph.tensor[ph.f32][N],
+):
+    s: ph.let = a[0:+64] + b[0:+64] + c[0:+64] + d[0:+64] + e[0:+64] + f[0:+64]
+    out[0:+64] = s + g[0:+64] + h[0:+64] + i[0:+64] + j[0:+64] + k[0:+64]

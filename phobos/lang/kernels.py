@@ -170,12 +170,18 @@ class _Launcher:
         # The hot path: a GPU launch like an earlier one (see phobos.runtime.fastpath).
         # A plan's signature names the device whenever several GPUs could be meant, and
         # holds every extent a tuned winner was chosen by, so one table serves the view.
+        # The plan launched last is tried first, by its own generated comparison
+        # (phobos.runtime.hotpath); another signature is looked up by its key.
         fast = kernel._fast
         if fast and not kwargs and not interpreting():
+            hot = kernel._hot
+            if hot is not None and hot(self.grid, args, stream):
+                return
             found = read(args, kernel._tensor_slots)
             if found is not None:
                 plan = fast.get(found[0])
                 if plan is not None and plan.launch(self.grid, args, found[1], stream):
+                    kernel._hot = kernel._hots.get(found[0])
                     return
         checked = kernel.checked(kernel._variant)
         args = _by_position(checked, args, kwargs)
@@ -311,6 +317,8 @@ class Kernel:
         self._gpu: dict[tuple, dict[str, object]] = {}
         self._variant: dict[str, int] | None = None
         self._fast: dict[tuple, object] = {}  # argument signature -> fastpath.Plan
+        self._hots: dict[tuple, object] = {}  # argument signature -> its hotpath function
+        self._hot = None  # the last launched plan's hotpath function
         self._winners: dict[tuple, dict[str, int]] = {}  # (chip, card, key values) -> winner
         self._source_key: str | None = None
         self._slots: tuple[bool, ...] | None = None
@@ -325,6 +333,7 @@ class Kernel:
         view.__dict__.update(self.__dict__)
         view._variant = {**(self._variant or {}), **constants}
         view._fast = {}  # a view launches its own variant: plans of its own
+        view._hots, view._hot = {}, None
         return view
 
     def compile(self, chip: str = "sm_90", variant: dict[str, int] | None = None):
@@ -383,7 +392,10 @@ class Kernel:
         counts = gpu.launch(grid, args, stream=stream)
         found = read(args, self._tensor_slots)
         if found is not None and found[0] in gpu._plans:
-            self._fast[found[0]] = gpu._plans[found[0]]
+            from phobos.runtime.hotpath import specialise
+
+            plan = self._fast[found[0]] = gpu._plans[found[0]]
+            self._hot = self._hots[found[0]] = specialise(plan, found[0], self._tensor_slots)
         return counts
 
     def _launch_variant(self, device, grid, args: tuple, stream) -> dict[str, int] | None:
@@ -517,6 +529,8 @@ class Kernel:
         fixed = tuple(sorted((self._variant or {}).items()))
         self._winners[(record.chip, record.card, tuple(record.key.items()), fixed)] = dict(winner)
         self._fast.clear()  # plans made before chose their variant without this result
+        self._hots.clear()
+        self._hot = None
         return dict(winner)
 
     def variants(self, chip: str = "sm_90", check_races: bool = True):
