@@ -104,8 +104,12 @@ class ClusterOps:
         ordered, c.relaxed = not c.relaxed, False
         for cta in c.ctas:
             self.launch.barriers += 1
-            if cta.recorder is not None and ordered:
-                cta.recorder.barrier()
+            if cta.recorder is not None:
+                if ordered:
+                    cta.recorder.barrier()
+                else:  # relaxed: only the mbarrier inits a fence released are ordered
+                    cta.recorder.forget(cta.released, 8)
+            cta.released = []
         waiting, c.waiting = c.waiting, []
         if self.strands is not None:
             self.strands.release(waiting)

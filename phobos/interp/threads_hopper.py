@@ -25,7 +25,9 @@ for the next phase stays in flight; one landing before this CTA's `expect_tx` ta
 transaction count below 0, as PTX allows, while the pending arrival holds the phase).
 Until then its bytes are in flight, and with `check_races` an access to them is an
 `async/read` or `async/write` race. The ordering an mbarrier gives between threads is
-not modelled by the race check, so a bulk copy's landing counts as nobody's write.
+not modelled by the race check, so a bulk copy's landing counts as nobody's write; the
+mbarrier's own word is checked (its init a write, arrivals and waits atomics), so a
+re-init racing another thread's wait on it is found.
 
 Kernels using these run their `If` arms as strands (`phobos.interp.threads_strands`): a
 `try_wait` that finds its phase incomplete lets the other arms run, and a phase that can
@@ -139,6 +141,8 @@ class HopperOps:
         else:
             self.strands = self.cluster.strands
         self.mbarriers: dict[int, MBarrier] = {}
+        self.inited: list[int] = []  # mbarrier words initialised, not yet fenced
+        self.released: list[int] = []  # ... fenced by `fence_mbarrier_init`
         self.bulks: list[Bulk] = []
         self.named: dict[int, Named] = {}
 
@@ -189,8 +193,17 @@ class HopperOps:
             bar.phases += 1
             bar.pending = bar.expected
 
+    def _race_word(self, kind: str, i: lir.Inst, threads, offsets) -> None:
+        """With the race check, an mbarrier's word as the shared memory it is: its init a
+        write, an arrival or a wait an atomic (those order each other, never race), so an
+        init in the epoch of another thread's arrival or wait on that word is a race."""
+        if self.recorder is not None:
+            self.recorder.access(kind, i, threads, offsets, 8)
+
     def do_mbarrier_init(self, i: lir.Inst, mask) -> None:
         threads, offsets = self._hop_where(i, mask)
+        self._race_word("write", i, threads, offsets)
+        self.inited.extend(offsets.tolist())
         counts = self.value(i.srcs[1], "u32")[threads]
         for t, off, n in zip(threads.tolist(), offsets.tolist(), counts.tolist(), strict=True):
             self._mbar(i, t, off, init=True)
@@ -204,6 +217,7 @@ class HopperOps:
 
     def _arrive(self, i: lir.Inst, mask, tx=None) -> None:
         threads, offsets = self._hop_where(i, mask)
+        self._race_word("atomic", i, threads, offsets)
         tokens = np.zeros(self.T, np.uint64)
         for k, (t, off) in enumerate(zip(threads.tolist(), offsets.tolist(), strict=True)):
             bar = self._mbar(i, t, off)
@@ -226,10 +240,15 @@ class HopperOps:
         self._arrive(i, mask, self.value(i.srcs[1], "u32")[mask])
 
     def do_fence_mbarrier_init(self, i: lir.Inst, mask) -> None:
-        """Orders the inits for the async proxy; the interpreter's memory is in order."""
+        """Orders the inits for the async proxy; the interpreter's memory is in order.
+        For the race check the inits before it are released: a relaxed cluster barrier
+        after it orders them (`threads_cluster`), as it orders no other write."""
+        self.released.extend(self.inited)
+        self.inited = []
 
     def do_mbarrier_try_wait_parity(self, i: lir.Inst, mask) -> None:
         threads, offsets = self._hop_where(i, mask)
+        self._race_word("atomic", i, threads, offsets)
         parity = self.value(i.srcs[1], "u32")[threads] & np.uint32(1)
         done = np.zeros(self.T, bool)
         for k, (t, off) in enumerate(zip(threads.tolist(), offsets.tolist(), strict=True)):

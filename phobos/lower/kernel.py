@@ -107,6 +107,7 @@ class Lowering:
         self.maps: list[lir.TensorMap] = []  # TMA tensor maps (`phobos.lower.tma`)
         self.async_written: set[str] = set()  # buffers a TMA ring writes, while it turns
         self.wgmma_pending = 0  # wgmma groups a product leaves in flight (a TMA ring's lag - 1)
+        self.rings = 0  # TMA rings set up so far: each after the first reuses the mbarriers
         self.walk = None  # the CTAs' walk over the grid's blocks (`phobos.lower.walk`)
         variant = dict(k.variant)
         aligned = getattr(k.attrs, "aligned", None) or {}

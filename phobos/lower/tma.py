@@ -137,6 +137,13 @@ class TmaRing:
         self.specialized = lw.specialized
         bars = lw.plan.mbarriers.offset
         groups = lw.threads // 128  # consumer warpgroups: each frees a stage once
+        if lw.rings:
+            # A ring after another (causal attention's diagonal loop after its full tiles)
+            # takes the same mbarriers and stages: every thread done with the last one
+            # first, past its waits and its products' reads, or thread 0's init and
+            # boxes would land under a warp still in that ring's last turn.
+            lw.tracker.barrier(force=True, whole=self.specialized, cluster=bool(self.cluster))
+        lw.rings += 1
         with b.region() as init:
             for s in range(self.stages):
                 b.emit("mbarrier_init", (), (b.copy(Imm(bars + 8 * s, "u32"), "u32", hint="mb"),

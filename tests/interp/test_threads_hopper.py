@@ -268,3 +268,39 @@ def test_setmaxnreg_on_part_of_a_warpgroup_is_an_error():
     mem = GlobalMemory()
     with pytest.raises(InterpError, match=r"`setmaxnreg` is run by part of warpgroup 0"):
         run_lir(parse_kernel(text), 1, {"out": mem.place(np.zeros(1, np.uint32))}, mem)
+
+
+REINIT = """kernel reinit() threads=64 smem=8 {
+  shared bars @0 size=8 align=8
+  reg %t: u32
+  reg %p: pred
+  reg %b: u32
+  reg %tok: b64
+  reg %ok: pred
+  %t = sreg.tid.x
+  %p = setp.eq.u32 %t, 0:u32
+  %b = mov.u32 0:u32
+  @%p mbarrier_init %b, 64:u32
+  @%p fence_mbarrier_init
+  bar 0:u32
+  %tok = mbarrier_arrive %b
+  loop {
+    %ok = mbarrier_try_wait_parity %b, 0:u32
+    break if %ok
+  }
+  // BETWEEN
+  @%p mbarrier_init %b, 1:u32
+}"""
+
+
+@pytest.mark.parametrize("between, racing", [("", True), ("  bar 0:u32", False)])
+def test_an_mbarrier_initialised_again_under_another_threads_wait_is_a_race(between, racing):
+    # A second ring on the same mbarriers (causal attention's diagonal loop after its
+    # full tiles): thread 0's init must wait for every thread's last wait on the word.
+    k = parse_kernel(REINIT.replace("  // BETWEEN", between))
+    verify(k)
+    report = run_lir(k, 1, {}, GlobalMemory(), check_races=True)
+    assert report.race_free is not racing
+    if racing:
+        assert "atomic/write" in report.format_races()
+        assert "`bars` byte 0" in report.format_races()
