@@ -16,7 +16,7 @@ The inputs, by rule:
 | any other dynamic dimension | `2 * min(T, 32) + 4`; under one tile: `12` |
 | a dimension `@aligned` to `A` | `3 * A`, and `2 * A` for the second run: whole tiles only, as the promise says, so the grid's CTAs each read a whole tile unmasked, and a loop over it turns three times |
 | a float tensor or scalar | standard normal |
-| an integer tensor or scalar | small integers (0 to 3 for scalars) |
+| an integer tensor or scalar | small integers (0 to 3 for scalars); zeros for a tensor passed to `grid_barrier` |
 | the grid | `(2,)`; `(2, 2)` when the kernel reads `ctx.block.y`; `(2, 2, 2)` for `.z` |
 
 `T`, the tile guess, is the largest `@autotune` constant of the variant, or the CTA's
@@ -48,11 +48,26 @@ from dataclasses import dataclass, field
 from phobos.diagnostics import Diagnostic, Label
 from phobos.extras import require
 from phobos.lower import lir
+from phobos.lower.types import BYTES
 
 np = require("numpy", "the race check")  # the threads interpreter's memory
 
 RACE = "E0909"
 FAULT = "E0910"
+UNCHECKED = "E0912"
+# The most bytes of tensors one run of the check allocates: a fixed extent past it (a
+# `tensor<f32>[M, 4294967296]`) is not allocated (it once asked for 2 TiB) but reported.
+MAX_INPUT_BYTES = 256 << 20
+
+
+class InputsTooLarge(Exception):
+    """A tensor whose fixed extents make the check's inputs past `MAX_INPUT_BYTES`."""
+
+    def __init__(self, param, shape: tuple[int, ...], nbytes: int):
+        self.param, self.shape, self.nbytes = param, shape, nbytes
+        super().__init__(f"`{param.name}` of shape {list(shape)} takes {nbytes:,} bytes")
+
+
 MAX_TILE = 16384
 
 # Element type -> the numpy dtype the threads interpreter's global memory holds it as.
@@ -112,13 +127,20 @@ def make_inputs(checked, lowered: lir.Kernel, seed: int = 0, *, ragged: bool = F
         if name in aligned:  # whole tiles only: three (two when ragged) of its own tile
             size = (2 if ragged else 3) * int(aligned[name] or 1)
         inputs.dims[name] = -(-size // step) * step
+    total = 0
+    for p in checked.params:
+        if isinstance(p.type, hir.TensorT):
+            shape = _shape(p, inputs.dims)
+            total += math.prod(shape) * BYTES.get(p.type.elem.name, 4)
+            if total > MAX_INPUT_BYTES:  # before any allocation
+                raise InputsTooLarge(p, shape, math.prod(shape) * BYTES.get(p.type.elem.name, 4))
+    barriers = _grid_barriers(checked)
     for p in checked.params:
         elem = p.type.elem.name if isinstance(p.type, hir.TensorT) else p.type.name
         if isinstance(p.type, hir.TensorT):
-            shape = tuple(
-                inputs.dims[d.name] if isinstance(d, hir.Dyn) else int(d) for d in p.type.dims
-            )
-            inputs.arrays[p.name] = _random(rng, elem, shape)
+            inputs.arrays[p.name] = _random(rng, elem, _shape(p, inputs.dims))
+            if p.name in barriers:  # a grid barrier's words start at 0, as its docs ask
+                inputs.arrays[p.name][...] = 0
         else:
             inputs.scalars[p.name] = _scalar(rng, elem)
     sregs = {i.attr("name") for i in _insts(lowered.body) if i.op == "sreg"}
@@ -127,6 +149,25 @@ def make_inputs(checked, lowered: lir.Kernel, seed: int = 0, *, ragged: bool = F
     elif "ctaid.y" in sregs:
         inputs.grid = (2, 2)
     return inputs
+
+
+def _grid_barriers(checked) -> set[str]:
+    """The tensors `checked` passes to `grid_barrier`."""
+    from phobos.lower.hirwalk import walk
+    from phobos.sema import hir
+
+    return {
+        n.args[0].sym.name
+        for n in walk(checked.body)
+        if isinstance(n, hir.Builtin) and n.name == "grid_barrier" and n.args
+        and isinstance(getattr(n.args[0], "sym", None), hir.Sym)
+    }  # fmt: skip
+
+
+def _shape(p, dims: dict[str, int]) -> tuple[int, ...]:
+    from phobos.sema import hir
+
+    return tuple(dims[d.name] if isinstance(d, hir.Dyn) else int(d) for d in p.type.dims)
 
 
 def run(checked, lowered: lir.Kernel, inputs: Inputs, *, check_races: bool = True):
@@ -158,7 +199,17 @@ def check_races(checked, lowered: lir.Kernel, seed: int = 0) -> list[Diagnostic]
     out: list[Diagnostic] = []
     seen = set()
     for ragged in (False, True):
-        inputs = make_inputs(checked, lowered, seed, ragged=ragged)
+        try:
+            inputs = make_inputs(checked, lowered, seed, ragged=ragged)
+        except InputsTooLarge as exc:
+            span = getattr(checked, "span", None)
+            message = (f"`{checked.name}` was not race-checked: its argument {exc}, past the "
+                       f"check's {MAX_INPUT_BYTES >> 20} MiB of inputs")  # fmt: skip
+            label = Label(span, f"`{exc.param.name}`'s fixed extents") if span is not None else None
+            out.append(Diagnostic.warning(UNCHECKED, message, label,
+                                          help="make the large extent a shape name bound at "
+                                          "launch, and the check picks a small one"))  # fmt: skip
+            return out
         note = f"found by running `{checked.name}` in the threads interpreter: {inputs.describe()}"
         try:
             report, _, _ = run(checked, lowered, inputs)

@@ -162,6 +162,8 @@ def run_lir(
     if check_races:  # one a rank: a cluster's CTAs interleave, each with its own epochs
         launch.recorders = [RaceRecorder(size, kernel.shared, max_races) for _ in range(c)]
     ctas = 0
+    if c == 1 and not kernel.walk and spins(kernel):
+        return _run_coresident(launch, full, check_races, size, max_races)
     with np.errstate(all="ignore"):
         for z, y, x in itertools.product(range(full[2]), range(full[1]), range(0, full[0], c)):
             cluster = Cluster(c, kernel.threads)
@@ -169,6 +171,53 @@ def run_lir(
             ctas += c
     races, found = _races(launch.recorders, max_races)
     return RunReport(ctas, launch.barriers, races, found)
+
+
+def spins(kernel: lir.Kernel) -> bool:
+    """Whether a loop of `kernel` waits on global memory another block writes (an acquire
+    load in a `Loop`: `grid_barrier`'s wait, a spin on `load_acquire`)."""
+    return _acquires(kernel.body, False)
+
+
+def _acquires(block: lir.Block, inside: bool) -> bool:
+    """Whether `block` has an acquire load inside a `Loop` (`inside`: it is one's body)."""
+    for item in block.items:
+        if isinstance(item, lir.Inst):
+            if inside and item.op == "ld" and item.attr("sem") == "acquire":
+                return True
+        elif isinstance(item, lir.If):
+            if _acquires(item.then, inside) or (item.orelse and _acquires(item.orelse, inside)):
+                return True
+        elif isinstance(item, (lir.For, lir.Loop)):
+            if _acquires(item.body, inside or isinstance(item, lir.Loop)):
+                return True
+    return False
+
+
+def _run_coresident(launch: _Launch, full, check_races: bool, size: int, limit: int):
+    """Every CTA of a kernel that spins on another's writes (`spins`), side by side as
+    strands of one scheduler, as a co-resident (`@persistent`) grid runs on the card: a
+    CTA whose spin finds nothing changed hands the turn on (`_CTA.loop`). One after
+    another, the first would wait for good for the others' arrival at a grid barrier."""
+    from phobos.interp.threads_strands import Scheduler
+
+    order = list(itertools.product(range(full[2]), range(full[1]), range(full[0])))
+    if check_races:  # each CTA its own epochs and shared memory
+        launch.recorders = [RaceRecorder(size, launch.kernel.shared, limit) for _ in order]
+    scheduler = Scheduler()
+    ctas = []
+    for k, (z, y, x) in enumerate(order):
+        cluster = Cluster(1, launch.kernel.threads)
+        cluster.strands = scheduler
+        ctas.append(_CTA(launch, (x, y, z), cluster, slot=k))
+    launch.coresident = True
+    with np.errstate(all="ignore"):
+        try:
+            scheduler.fork([cta.run for cta in ctas])
+        finally:
+            scheduler.close()
+    races, found = _races(launch.recorders, limit)
+    return RunReport(len(ctas), launch.barriers, races, found)
 
 
 def _walkers(kernel: lir.Kernel, blocks: int, walkers: int | None) -> int:
@@ -225,6 +274,8 @@ class _Launch:
         self.max_seconds = 10.0  # run_lir sets `phobos.interp.tiles.loop_seconds()`
         self.recorders: list[RaceRecorder] = []  # with check_races: one per cluster rank
         self.barriers = 0
+        self.coresident = False  # every CTA side by side (`_run_coresident`)
+        self.spinning: dict[int, bool] = {}  # a `Loop`'s id -> whether it waits on global
 
 
 class _Loop:
@@ -240,7 +291,7 @@ class _CTA(
 ):
     """One CTA's run: its registers, shared memory and active threads."""
 
-    def __init__(self, launch: _Launch, ctaid, cluster: Cluster):
+    def __init__(self, launch: _Launch, ctaid, cluster: Cluster, slot: int | None = None):
         self.launch = launch
         self.kernel = launch.kernel
         self.ctaid = ctaid
@@ -257,7 +308,9 @@ class _CTA(
         self.copies: list[Copy] = []  # asynchronous copies in flight
         for p in self.kernel.params:
             self.regs[p.name] = np.full(self.T, launch.params[p.name], DTYPE[p.type])
-        self.recorder = launch.recorders[self.rank] if launch.recorders else None
+        # a recorder a cluster rank, or a CTA of a co-resident grid (its `slot`)
+        index = self.rank if slot is None else slot
+        self.recorder = launch.recorders[index] if launch.recorders else None
         if self.recorder is not None:
             self.recorder.new_cta(ctaid)
         self.hopper_setup()  # mbarriers, bulk copies, strands (threads_hopper)
@@ -342,6 +395,29 @@ class _CTA(
             else:
                 raise InterpError(f"not a lir item: {item!r}")
 
+    def _waits(self, item: lir.Loop) -> bool:
+        found = self.launch.spinning.get(id(item))
+        if found is None:
+            found = self.launch.spinning[id(item)] = _acquires(item.body, True)
+        return found
+
+    def _spin(self, item: lir.Loop) -> None:
+        """A turn of a loop waiting on another block's write found it not yet there: the
+        other blocks run; the wait is a hang when none of them can write anything."""
+        span = item.span
+        where = f" at line {span.source.line_col(span.start)[0]}" if span is not None else ""
+        what = f"block {self.ctaid} spinning{where}"
+
+        def hang(others: str) -> InterpError:
+            also = f"; also stuck: {others}" if others else ""
+            return InterpError(
+                f"block {self.ctaid} waits for a write no other block can make (every block "
+                f"of the grid is waiting or done){also}",
+                item.span,
+            )
+
+        self.strands.spin(what, hang)
+
     def _count(self, n: int, span, started: float) -> None:
         if n > self.launch.max_iterations:
             raise InterpError(
@@ -372,6 +448,8 @@ class _CTA(
             self._count(n, item.span, started)
             frame.continued[:] = False
             self.block(item.body, inside, frame)
+            if self.launch.coresident and self._waits(item) and (inside & ~frame.broken).any():
+                self._spin(item)
             inside &= ~frame.broken & ~self.returned
             stepped = arith("add", t, [self.value(var, t), self.value(item.step, t)])
             self.write(var, stepped, t, inside)
@@ -388,3 +466,5 @@ class _CTA(
             self._count(n, item.span, started)
             frame.continued[:] = False
             self.block(item.body, inside, frame)
+            if self.launch.coresident and self._waits(item) and (inside & ~frame.broken).any():
+                self._spin(item)

@@ -144,6 +144,8 @@ class MemoryOps:
         for data, offsets, rows in groups:
             self._record("write", i, threads[rows], offsets, width * vec)
             scatter(data, offsets, raw[rows])
+        if self.strands is not None and i.attr("space") == "global":
+            self.strands.moved()  # a spinning block of the grid may wait for it
 
     def do_atom(self, i: lir.Inst, mask) -> None:
         t = self._type(i)
@@ -171,6 +173,8 @@ class MemoryOps:
             olds[thread] = old[0]
         if i.op == "atom" and i.dests:
             self.write(i.dests[0], olds, t, mask)
+        if self.strands is not None:
+            self.strands.moved()
 
 
 def _text(i: lir.Inst) -> str:

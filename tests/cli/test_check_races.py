@@ -119,3 +119,22 @@ def test_a_seeded_race_is_found_at_the_users_line():
         assert "data race" in diag.message and diag.help
     # The reductions exchange partial results through shared memory.
     assert {source[n - 1].split("=")[-1].strip() for n in lines} >= {"ph.rowmax(x)"}
+
+
+def test_inputs_too_large_to_allocate_are_reported_not_allocated(compile_cli, tmp_path):
+    # 68 rows of 2^32 floats: a terabyte the check once tried to allocate.
+    src = tmp_path / "huge.ph"
+    src.write_text("kernel k(A: tensor<f32>[M, 4294967296]) { }\n")
+    ran = compile_cli([str(src), "--check-races", "--emit", "lir"])
+    assert ran.status == 0, ran.err
+    assert "warning[E0912]: `k` was not race-checked: its argument `A` of shape" in ran.err
+    assert "past the check's 256 MiB of inputs" in ran.err
+    assert "huge.ph:1:1" in ran.err
+
+
+def test_a_grid_barrier_kernel_is_race_checked_with_its_blocks_side_by_side(compile_cli):
+    # tests/kernels/two_phase.ph waits at `grid_barrier` for every block: run one block
+    # after another, the first spun until the loop limit and a false "looks endless".
+    ran = compile_cli([str(ROOT / "tests/kernels/two_phase.ph"), "--check-races", "--emit", "lir"])
+    assert ran.status == 0, ran.err
+    assert "E0910" not in ran.err and "E0909" not in ran.err, ran.err

@@ -2,12 +2,13 @@
 lowered, verified, assembled, and run on the threads interpreter agreeing exactly with
 the tile interpreter.
 
-The threads interpreter runs CTAs one after another, so a `grid_barrier` across
-several CTAs (a block spins until the others arrive) cannot run there: the two-phase
-reduction runs on one CTA, and the barrier's structure and PTX are checked for any grid.
+A kernel that spins on another block's write (`grid_barrier`) runs its CTAs side by side
+in the threads interpreter, as a co-resident grid does: the two-phase reduction runs on
+one CTA and on four, and a barrier whose count never completes is a hang named at it.
 """
 
 import numpy as np
+import pytest
 from lowerkit import checked, insts, lowered, ops, ptxas, run_both
 
 from phobos.diagnostics.codes import title
@@ -138,6 +139,29 @@ def test_two_phase_reduction_over_grid_barrier_runs_on_one_cta():
               "O": np.ones(4, np.float32)}  # fmt: skip
     _, got = agree(hk, k, 1, arrays, skip=("bar",))
     assert got["bar"].tolist() == [0, 2]  # the count re-armed, two generations passed
+
+
+def test_two_phase_reduction_over_grid_barrier_runs_on_four_ctas():
+    hk, k = lowered(REDUCE)
+    x = rng.standard_normal(4 * 64).astype(np.float32)
+    arrays = {"X": x, "P": np.ones(4, np.float32), "bar": np.zeros(2, np.int32),
+              "O": np.ones(4, np.float32)}  # fmt: skip
+    _, got = agree(hk, k, 4, arrays, skip=("bar",))
+    assert got["bar"].tolist() == [0, 2]
+    partial = x.reshape(4, 64).astype(np.float64).sum(axis=1)
+    np.testing.assert_allclose(got["O"][0], partial.sum(), rtol=1e-5)
+
+
+def test_a_grid_barrier_that_cannot_complete_is_a_hang_named_at_it():
+    from phobos.interp import GlobalMemory, InterpError, run_lir
+
+    _, k = lowered(REDUCE)
+    mem = GlobalMemory()
+    params = {"X": mem.place(np.ones(128, np.float32)), "P": mem.place(np.ones(4, np.float32)),
+              "bar": mem.place(np.array([5, 0], np.int32)),  # a count left at 5: never 1
+              "O": mem.place(np.ones(4, np.float32)), "N": 128, "G": 4}  # fmt: skip
+    with pytest.raises(InterpError, match="waits for a write no other block can make"):
+        run_lir(k, 2, params, mem)
 
 
 def test_grid_barrier_structure():
