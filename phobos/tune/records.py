@@ -6,6 +6,12 @@ another machine and checked in. It lives in the kernel cache, under the chip's
 `autotune/` directory, named by the kernel, its source key, the card and the key
 values (`record_path`); `RecordStore` loads and saves it.
 
+A record is read as the kernel cache reads its entries (a regular file of the user's,
+closed to others, at most `MAX_RECORD_BYTES`), and checked field by field before
+anything is built from it: a space of more than `MAX_VARIANTS` variants is refused
+before one is enumerated. Any record that is not valid is a `RecordError` naming the
+file and the problem, never another exception: the tuner then runs again.
+
     >>> result = VariantResult.timed({"BLOCK": 1024}, [0.5, 0.25, 1.0])
     >>> result.best_ms, result.median_ms, result.spread
     (0.25, 0.5, 3.0)
@@ -26,7 +32,9 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import re
+import reprlib
 import statistics
 import threading
 import warnings
@@ -36,7 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from phobos.runtime import cache as cache_module
-from phobos.runtime.cache import KernelCache, compiler_fingerprint
+from phobos.runtime.cache import KernelCache, RefusedFile, compiler_fingerprint
 from phobos.syntax import ast
 
 FORMAT = "phobos-autotune/1"
@@ -56,6 +64,18 @@ STAGES = (
     "canary",
     "mismatch",
 )
+
+# The most variants a record's space may name. The tuner compiles every variant it
+# tries, a tenth of a second to seconds each: 16384 variants is hours of compiling, a
+# hundred times the largest space Phobos's own kernels tune (about 100), and a record
+# timing every one (9 MiB) reads in half a second. A record is checked without
+# enumerating its space, but the bound is checked first all the same: before it, a
+# record of 6 dims of 10 choices took 5 s to read, and one of 4 dims of 100 over 20 s
+# and 1 GB.
+MAX_VARIANTS = 1 << 14
+# The most bytes a record's file may hold: `MAX_VARIANTS` variants of 2 KiB each,
+# where a timed one of 20 samples takes 0.6 KiB and a long reason a line more.
+MAX_RECORD_BYTES = 32 << 20
 
 _WARNED: set[str] = set()
 _WARN_LOCK = threading.Lock()
@@ -105,13 +125,13 @@ class VariantResult:
     @classmethod
     def timed(cls, variant: Mapping[str, int], samples_ms) -> VariantResult:
         """A timed variant; `samples_ms` non-empty, each finite and positive."""
-        samples = [float(s) for s in samples_ms]
+        samples = list(samples_ms)
         if not samples:
             raise ValueError("a timed variant needs at least one sample")
         bad = [s for s in samples if not _positive(s)]
         if bad:
-            raise ValueError(f"a sample of {bad[0]} ms is not a finite positive time")
-        return cls(dict(variant), TIMED, samples)
+            raise ValueError(f"a sample of {_shown(bad[0])} ms is not a finite positive time")
+        return cls(dict(variant), TIMED, [float(s) for s in samples])
 
     @classmethod
     def left_out(cls, variant: Mapping[str, int], stage: str, reason: str) -> VariantResult:
@@ -159,7 +179,30 @@ class VariantResult:
 
 
 def _positive(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+    return _number(x) and x > 0
+
+
+def _number(x) -> bool:
+    """A finite int or float, and one a float holds: `10**400` is none."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int past a float's range
+        return False
+
+
+# Values as a problem's message shows them: a string, a number or a nesting from a
+# hostile file is cut short, so the message stays a line and its repr cannot recurse.
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel = 3
+_SHORT.maxdict = _SHORT.maxlist = 8
+_SHORT.maxstring = _SHORT.maxother = 80
+_SHORT.maxlong = 40
+
+
+def _shown(value) -> str:
+    return _SHORT.repr(value)
 
 
 # ---------------------------------------------------------------------------
@@ -236,9 +279,8 @@ class Record:
             mine = chosen.get(ident)
             if mine is None or (mine.status != TIMED and result.status == TIMED):
                 chosen[ident] = result
-        order = {_ident(v): i for i, v in enumerate(_variants_of(self.space))}
-        kept = [r for ident, r in chosen.items() if ident in order]
-        kept.sort(key=lambda r: order[_ident(r.variant)])
+        kept = [r for r in chosen.values() if _position(self.space, r.variant) is not None]
+        kept.sort(key=lambda r: _position(self.space, r.variant))
         return dataclasses.replace(self, variants=[_copy(r) for r in kept])
 
     # -- text ----------------------------------------------------------------------
@@ -282,6 +324,8 @@ class Record:
             data = json.loads(text, parse_constant=_refuse_constant)
         except ValueError as exc:
             raise RecordError(path, f"it is not JSON ({exc})") from None
+        except RecursionError:
+            raise RecordError(path, "it is nested too deeply to be a record") from None
         return _Reader(path).record(data)
 
 
@@ -297,6 +341,32 @@ def _variants_of(space: Mapping[str, list[int]]):
     from phobos.sema.space import Space
 
     return Space({name: tuple(choices) for name, choices in space.items()}).variants()
+
+
+def _too_many(space: Mapping[str, list[int]]) -> bool:
+    """Whether `space` has more than `MAX_VARIANTS` variants (counted, not enumerated)."""
+    count = 1
+    for choices in space.values():
+        count *= len(choices)
+        if count > MAX_VARIANTS:
+            return True
+    return False
+
+
+def _position(space: Mapping[str, list[int]], variant: Mapping[str, int]) -> tuple | None:
+    """Where `variant` comes in the enumeration of `space` (the first dim slowest),
+    as each dim's index of its choice; None for a variant not in `space`. Found
+    without enumerating the space, whose size is the product of its dims'.
+
+        >>> _position({"A": [1, 2], "B": [3, 4]}, {"B": 3, "A": 2}), _position({"A": [1]}, {})
+        ((1, 0), None)
+    """
+    if len(variant) != len(space):
+        return None
+    try:
+        return tuple(choices.index(variant[name]) for name, choices in space.items())
+    except (KeyError, ValueError):  # a dim not in the variant, a value not a choice
+        return None
 
 
 def _copy(result: VariantResult) -> VariantResult:
@@ -347,16 +417,16 @@ class _Reader:
     def record(self, data) -> Record:
         self.fields(data, _FIELDS + _TAIL, "")
         if data["format"] != FORMAT:
-            self.fail(f"`format` is {data['format']!r}, not {FORMAT!r}")
+            self.fail(f"`format` is {_shown(data['format'])}, not {FORMAT!r}")
         kernel = self.typed(data["kernel"], str, "`kernel`")
         if not kernel.isidentifier():
-            self.fail(f"`kernel` is {kernel!r}, not a kernel's name")
+            self.fail(f"`kernel` is {_shown(kernel)}, not a kernel's name")
         source = self.typed(data["source"], str, "`source`")
         if not re.fullmatch(r"[0-9a-f]{64}", source):
             self.fail("`source` is not a sha256 (64 lowercase hex digits)")
         chip = self.typed(data["chip"], str, "`chip`")
         if not cache_module._is_chip(chip):
-            self.fail(f"`chip` is {chip!r}, not a chip name such as 'sm_90'")
+            self.fail(f"`chip` is {_shown(chip)}, not a chip name such as 'sm_90'")
         card = self.typed(data["card"], str, "`card`")
         key = self.ints(data["key"], "`key`")
         space = self.space(data["space"])
@@ -365,17 +435,17 @@ class _Reader:
         try:
             datetime.fromisoformat(tuned)
         except ValueError:
-            self.fail(f"`tuned` is {tuned!r}, not an ISO 8601 time")
+            self.fail(f"`tuned` is {_shown(tuned)}, not an ISO 8601 time")
         entries = self.typed(data["variants"], list, "`variants`")
-        in_space = {_ident(v) for v in _variants_of(space)}
         variants, seen = [], set()
         for i, entry in enumerate(entries):
             result = self.variant(entry, f"variants[{i}]: ")
             ident = _ident(result.variant)
-            if ident not in in_space:
-                self.fail(f"variants[{i}]: {result.variant} is not a variant of `space`")
+            shown = _shown(result.variant)
+            if _position(space, result.variant) is None:
+                self.fail(f"variants[{i}]: {shown} is not a variant of `space`")
             if ident in seen:
-                self.fail(f"variants[{i}]: {result.variant} is listed twice")
+                self.fail(f"variants[{i}]: {shown} is listed twice")
             seen.add(ident)
             variants.append(result)
         record = Record(kernel, source, chip, card, key, space, flush_l2, tuned, variants)
@@ -383,25 +453,33 @@ class _Reader:
             self.ints(data["winner"], "`winner`")
         if data["winner"] != record.winner:
             self.fail(
-                f"`winner` is {data['winner']}, but the fastest timed variant is {record.winner}"
+                f"`winner` is {_shown(data['winner'])}, but the fastest timed variant is "
+                f"{_shown(record.winner)}"
             )
         return record
 
     def ints(self, value, what: str) -> dict[str, int]:
         self.typed(value, dict, what)
         for name, x in value.items():
-            self.typed(x, int, f"{what}[{name!r}]")
+            self.typed(x, int, f"{what}[{_shown(name)}]")
         return dict(value)
 
     def space(self, value) -> dict[str, list[int]]:
         self.typed(value, dict, "`space`")
+        count = 1
         for name, choices in value.items():
-            what = f"`space`[{name!r}]"
+            what = f"`space`[{_shown(name)}]"
             self.typed(choices, list, what)
             if not choices:
                 self.fail(f"{what} has no choices")
             for i, x in enumerate(choices):
                 self.typed(x, int, f"{what}[{i}]")
+            count *= len(choices)
+            if count > MAX_VARIANTS:  # stop here: the product of every dim may be vast
+                self.fail(
+                    f"`space` names more than {MAX_VARIANTS} variants, the most a record "
+                    f"may hold (its dims up to {_shown(name)} make {count})"
+                )
         return {name: list(choices) for name, choices in value.items()}
 
     def variant(self, data, where: str) -> VariantResult:
@@ -413,12 +491,12 @@ class _Reader:
         elif status == LEFT_OUT:
             self.fields(data, _LEFT_OUT_FIELDS, where)
         else:
-            self.fail(f"{where}`status` is {status!r}, not {TIMED!r} or {LEFT_OUT!r}")
+            self.fail(f"{where}`status` is {_shown(status)}, not {TIMED!r} or {LEFT_OUT!r}")
         variant = self.ints(data["variant"], f"{where}`variant`")
         if status == LEFT_OUT:
             stage = self.typed(data["stage"], str, f"{where}`stage`")
             if stage not in STAGES:
-                self.fail(f"{where}`stage` is {stage!r}, not one of {', '.join(STAGES)}")
+                self.fail(f"{where}`stage` is {_shown(stage)}, not one of {', '.join(STAGES)}")
             reason = self.typed(data["reason"], str, f"{where}`reason`")
             return VariantResult(variant, LEFT_OUT, [], stage, reason)
         samples = self.typed(data["samples_ms"], list, f"{where}`samples_ms`")
@@ -426,19 +504,15 @@ class _Reader:
             self.fail(f"{where}`samples_ms` is empty: a timed variant has at least one")
         for i, x in enumerate(samples):
             if not _positive(x):
-                self.fail(f"{where}`samples_ms`[{i}] is {x!r}, not a finite positive time")
+                self.fail(f"{where}`samples_ms`[{i}] is {_shown(x)}, not a finite positive time")
         result = VariantResult(variant, TIMED, [float(x) for x in samples])
         for name in ("best_ms", "median_ms", "spread"):
             stored, computed = data[name], getattr(result, name)
             if not _number(stored) or not math.isclose(
                 stored, computed, rel_tol=1e-5, abs_tol=1e-9
             ):
-                self.fail(f"{where}`{name}` is {stored!r}, but the samples give {computed!r}")
+                self.fail(f"{where}`{name}` is {_shown(stored)}, but the samples give {computed!r}")
         return result
-
-
-def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 _KINDS = {
@@ -456,9 +530,9 @@ def _kind(value) -> str:
     if isinstance(value, bool):
         return "true or false"
     if isinstance(value, (int, float)):
-        return f"the number {value!r}"
+        return f"the number {_shown(value)}"
     if isinstance(value, str):
-        return f"the string {value!r}"
+        return f"the string {_shown(value)}"
     return "a list" if isinstance(value, list) else "an object"
 
 
@@ -535,11 +609,15 @@ def record_path(
     return Path(directory) / f"{kernel}-{source[:16]}-{card_slug(card)}-{key_slug(key)}.json"
 
 
-def read_record(path: str | Path) -> Record:
-    """The record in the file `path`; `RecordError` when it cannot be read or is
-    not a valid record."""
+def read_record(path: str | Path, dir_fd: int | None = None) -> Record:
+    """The record in the file `path` (its name read in the directory `dir_fd` when
+    given); `RecordError` when it cannot be read, is not a file of the user's that is
+    safe to read (`cache.read_file`), or is not a valid record."""
+    name = path if dir_fd is None else Path(path).name
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        text = cache_module.read_file(name, MAX_RECORD_BYTES, dir_fd).decode("utf-8")
+    except RefusedFile as exc:
+        raise RecordError(path, exc.problem) from None
     except OSError as exc:
         raise RecordError(path, f"it cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
@@ -580,17 +658,26 @@ class RecordStore:
         self, chip: str, kernel: str, source: str, card: str, key: Mapping[str, int]
     ) -> Record | None:
         """The stored record of `kernel` (its name) at `key`, or None."""
-        directory = self._directory(chip)
-        if directory is None:
+        if not self.cache.enabled:
             return None
+        directory = self.cache.root / chip / cache_module.AUTOTUNE
         path = record_path(directory, kernel, source, card, key)
-        if not path.exists():
-            return None
-        try:
-            record = read_record(path)
-        except RecordError as exc:
-            _warn_once(path, f"{exc.what}; the kernel is tuned again and the record replaced")
-            return None
+        # Read through the checked directory's descriptor: a directory swapped after the
+        # check cannot serve a record from elsewhere.
+        with self.cache._opened(directory) as fd:
+            if fd is None:
+                return None
+            try:
+                os.stat(path.name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            except OSError:
+                pass  # reading it says why
+            try:
+                record = read_record(path, fd)
+            except RecordError as exc:
+                _warn_once(path, f"{exc.what}; the kernel is tuned again and the record replaced")
+                return None
         asked = (kernel, source, chip, card, dict(key))
         found = (record.kernel, record.source, record.chip, record.card, record.key)
         if found != asked:
@@ -608,6 +695,13 @@ class RecordStore:
         if directory is None:
             return None
         path = record_path(directory, record.kernel, record.source, record.card, record.key)
+        if _too_many(record.space):  # `load` would refuse it: keep it from the disk
+            _warn_once(
+                path,
+                f"its space names more than {MAX_VARIANTS} variants, the most a record may "
+                "hold; the result is kept in memory",
+            )
+            return None
         try:
             cache_module._write(path, record.to_json().encode("utf-8"), "autotune")
             cache_module._sync_dir(directory)
@@ -630,17 +724,21 @@ class RecordStore:
         found: list[tuple[Path, Record | RecordError]] = []
         for chip_dir in chips:
             directory = chip_dir / cache_module.AUTOTUNE
-            if not directory.is_dir() or not self.cache._usable(directory, create=False):
+            if not directory.is_dir():
                 continue
-            for path in sorted(directory.glob("*.json")):
-                if path.name.startswith(".") or not path.is_file():
+            with self.cache._opened(directory, create=False) as fd:
+                if fd is None:
                     continue
-                if kernel_name is not None and path.name.split("-")[0] != kernel_name:
-                    continue
-                try:
-                    found.append((path, read_record(path)))
-                except RecordError as exc:
-                    found.append((path, exc))
+                for name in sorted(os.listdir(fd)):
+                    if name.startswith(".") or not name.endswith(".json"):
+                        continue
+                    if kernel_name is not None and name.split("-")[0] != kernel_name:
+                        continue
+                    path = directory / name
+                    try:
+                        found.append((path, read_record(path, fd)))
+                    except RecordError as exc:  # a FIFO or a link among them says so
+                        found.append((path, exc))
         return found
 
 
