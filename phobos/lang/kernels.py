@@ -379,13 +379,16 @@ class Kernel:
         return found
 
     def _launch_gpu(self, grid, args: tuple, stream):
-        """A launch the fast path did not take: pick the variant, launch it on the arrays'
-        device, and keep its plan for the next launch of this signature."""
-        from phobos.runtime import cuda
-        from phobos.runtime.launch_gpu import first_device
+        """A launch the fast path did not take: bind the arguments, pick the variant,
+        launch it on the arrays' device, and keep its plan for the next launch of this
+        signature."""
+        from phobos.runtime.launch_gpu import first_device, open_device
 
-        device = cuda.device(first_device(args, self._tensor_slots))
-        variant = self._launch_variant(device, grid, args, stream)
+        # Binding asks the driver nothing: a wrong argument is refused alike with a GPU
+        # and without one, and only a launch that binds learns that no driver is there.
+        bound = self._bind_gpu(args, stream)
+        device = open_device(self.name, lambda: first_device(args, self._tensor_slots))
+        variant = self._launch_variant(device, grid, args, stream, bound)
         gpu = self._gpu_kernel(device, variant)
         if gpu.contract.maps and not _tma_reads(gpu, args, stream):
             gpu = self._gpu_kernel(device, variant, tma=False)
@@ -398,25 +401,28 @@ class Kernel:
             self._hot = self._hots[found[0]] = specialise(plan, found[0], self._tensor_slots)
         return counts
 
-    def _launch_variant(self, device, grid, args: tuple, stream) -> dict[str, int] | None:
-        """The constants a GPU launch takes: the tuned winner for the key values the
-        arguments bind, among the variants agreeing with this view's constants (tuning
-        first when the decorator has `reference=`); else this view's constants, each
-        other constant at its first choice."""
-        from phobos.tune import tuner
-
-        space = self.checked().attrs.space
-        fixed = self._variant or {}
-        if len(space) == 1 or set(fixed) >= set(space.names) or not tuner.enabled():
-            return self._variant
+    def _bind_gpu(self, args: tuple, stream):
+        """`args` bound for a GPU launch of this view's variant, as the launch binds them."""
         from phobos.runtime.binding import bind_kernel
         from phobos.runtime.dlpack import from_dlpack
         from phobos.runtime.launch_gpu import stream_handle
 
         # DLPack arrays read as the launch will read them (each read takes a new capsule)
         handle = None if stream is None else stream_handle(stream)
-        bound = bind_kernel(self.checked(self._variant), args, target="gpu",
-                            from_dlpack=lambda obj: from_dlpack(obj, handle))  # fmt: skip
+        return bind_kernel(self.checked(self._variant), args, target="gpu",
+                           from_dlpack=lambda obj: from_dlpack(obj, handle))  # fmt: skip
+
+    def _launch_variant(self, device, grid, args: tuple, stream, bound) -> dict[str, int] | None:
+        """The constants a GPU launch takes: the tuned winner for the key values the
+        arguments bind (`bound`, by this view's variant), among the variants agreeing
+        with this view's constants (tuning first when the decorator has `reference=`);
+        else this view's constants, each other constant at its first choice."""
+        from phobos.tune import tuner
+
+        space = self.checked().attrs.space
+        fixed = self._variant or {}
+        if len(space) == 1 or set(fixed) >= set(space.names) or not tuner.enabled():
+            return self._variant
         key = tuner.key_values(self, bound.dims)
         slot = (device.target, device.name, tuple(key.items()), tuple(sorted(fixed.items())))
         winner = self._winners.get(slot)

@@ -7,20 +7,25 @@ dict, never its data, and needs no numpy. Per parameter, in parameter order, aft
 argument count:
 
 1. a tensor parameter takes an array: an object with `__array_interface__`,
-   `__cuda_array_interface__` or (where the launch path reads it) `__dlpack__`;
-   a scalar parameter takes a Python or numpy scalar, never an array or a string;
+   `__cuda_array_interface__` or (where the launch path reads it) `__dlpack__`, whose
+   dict is well formed as both protocols (version 3) define it: `shape` a tuple of
+   ints (a bool is not one), `strides` None or a tuple of as many ints, `typestr` a
+   byte order, a kind and a size (`<f4`; never `<f04`), `data` a (pointer, read-only)
+   pair of an int and a bool, `version` an int, no `mask`; a scalar parameter takes a
+   Python or numpy scalar, never an array or a string;
 2. element type: the typestr names the declared type (`ELEMENT_TYPES`), little-endian;
-3. rank, then every fixed (literal) extent equal to the declared one;
+3. rank, then no extent negative and every fixed (literal) extent equal to the
+   declared one;
 4. row-major and contiguous: strides None or the C-order strides (an axis of extent 1
    may have any stride, as numpy allows);
 5. a dynamic extent (a dimension name) is bound from the first tensor that has it and
    must agree in every other one; it is a multiple of 4 (the row-pitch ABI: SPEC.md
    "Tensor extents are assumed to be multiples of 4") and of the tile `@aligned`
    promises for it, the tile read from the kernel's variant when it is an `@autotune`
-   name;
-6. base alignment: the data pointer is a multiple of the element size, and of 16 bytes
-   (one vector access) for a tensor with an `@aligned` dimension, whose rows the
-   kernel may read 16 bytes at a time;
+   name, and fits the kernel's index (below 2**31 for 32-bit indices);
+6. the data pointer is a 64-bit address, null only for an array with no elements; it
+   is a multiple of the element size, and of 16 bytes (one vector access) for a tensor
+   with an `@aligned` dimension, whose rows the kernel may read 16 bytes at a time;
 7. writable: a read-only array is refused for every tensor parameter (a kernel may
    write any tensor it is given; nothing yet says which it only reads);
 8. device: a host array for a CPU launch, a device array for a GPU one; a CPU launch
@@ -56,6 +61,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,6 +106,9 @@ _KIND_NAMES = {"f": "float", "i": "int", "u": "uint", "c": "complex", "b": "bool
 
 EXTENT_MULTIPLE = 4  # SPEC.md "Bounds and masking": the row-pitch ABI
 VECTOR_BYTES = 16  # SPEC.md "@aligned": 16-byte vector access into aligned rows
+ADDRESS_LIMIT = 1 << 64  # a data pointer is an unsigned 64-bit address
+# A typestr as both protocols spell one: byte order, kind letter, size in bytes.
+_TYPESTR = re.compile(r"[<>|=][a-zA-Z][1-9][0-9]*")
 
 # CUDA's grid limits (gridDim.x, .y, .z); the CPU path keeps them so a grid that runs
 # here runs on the card.
@@ -192,30 +201,60 @@ def describe(obj: Any, prefer: str = HOST) -> ArrayInfo | None:
 
 
 def _decode(obj: Any, name: str, d: Any) -> ArrayInfo:
+    """The `ArrayInfo` of `d`, `obj`'s interface dict `name`, checked entry by entry."""
     if not isinstance(d, Mapping):
-        raise _Unreadable(f"its `{name}` is not a dict")
-    try:
-        shape = tuple(int(n) for n in d["shape"])
-        typestr = d["typestr"]
-        data = d.get("data")
-    except (KeyError, TypeError, ValueError) as exc:
-        raise _Unreadable(f"its `{name}` lacks a valid {exc}") from None
-    if not isinstance(typestr, str) or len(typestr) < 3:
-        raise _Unreadable(f"its `{name}` typestr {typestr!r} is not a typestr")
-    if not (isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], int)):
-        raise _Unreadable(f"its `{name}` gives no data pointer (`data` is {data!r})")
-    if d.get("mask") is not None:
-        raise _Unreadable("it is a masked array, which a kernel cannot read")
+        raise _Unreadable(f"its `{name}` is {_kind_of(d)}, not a dict")
+    for key in ("shape", "typestr", "data", "version"):  # each protocol requires all four
+        if key not in d:
+            raise _Unreadable(f"its `{name}` has no `{key}`")
+    shape = _ints(name, "shape", d["shape"])
     strides = d.get("strides")
     if strides is not None:
-        strides = tuple(int(s) for s in strides)
+        strides = _ints(name, "strides", strides)
+        if len(strides) != len(shape):
+            raise _Unreadable(
+                f"its `{name}` has {len(strides)} strides {_shape(strides)} for shape "
+                f"{_shape(shape)}, of rank {len(shape)}"
+            )
+    typestr = d["typestr"]
+    if not (isinstance(typestr, str) and _TYPESTR.fullmatch(typestr)):
+        raise _Unreadable(f"its `{name}` typestr {typestr!r} is not a typestr such as '<f4'")
+    data = d["data"]
+    if not (type(data) is tuple and len(data) == 2 and _is_int(data[0]) and _is_flag(data[1])):
+        raise _Unreadable(
+            f"its `{name}` data {data!r} is not a pair (pointer, read-only) of an int and a bool"
+        )
+    if not _is_int(d["version"]):
+        raise _Unreadable(f"its `{name}` version {d['version']!r} is not an int")
+    if d.get("mask") is not None:
+        raise _Unreadable("it is a masked array, which a kernel cannot read")
     elem = _element_type(obj, typestr, d.get("descr"))
-    return ArrayInfo(obj, name, shape, strides, typestr, elem, data[0], bool(data[1]))
+    return ArrayInfo(obj, name, shape, strides, typestr, elem, int(data[0]), bool(data[1]))
+
+
+def _ints(name: str, key: str, values: Any) -> tuple[int, ...]:
+    if not isinstance(values, tuple):
+        raise _Unreadable(f"its `{name}` {key} is {_kind_of(values)}, not a tuple of ints")
+    for axis, n in enumerate(values):
+        if not _is_int(n):
+            raise _Unreadable(
+                f"its `{name}` {key} {values!r} holds {_kind_of(n)} on axis {axis}, not an int"
+            )
+    return tuple(int(n) for n in values)
+
+
+def _is_int(value: Any) -> bool:
+    """An integer, numpy's too, but not a bool: an extent or pointer `True` is a slip."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_flag(value: Any) -> bool:
+    return isinstance(value, bool) or _is_numpy_bool(value)
 
 
 def _element_type(obj: Any, typestr: str, descr: Any) -> str | None:
     order, kind, size = typestr[0], typestr[1], typestr[2:]
-    if order not in "<|=" or not size.isdigit():
+    if order not in "<|=":
         return None
     if (kind, int(size)) == ("V", 2) and _names_bfloat16(obj, descr):
         return "bf16"
@@ -286,6 +325,7 @@ def bind(
     target: str = "cpu",
     copy_device: bool = False,
     from_dlpack: Callable[[Any], Any] | None = None,
+    index_width: int = 32,
 ) -> Bound:
     """Bind `args` to `params` (a checked kernel's), or raise a `LaunchError`.
 
@@ -293,12 +333,15 @@ def bind(
     is `KernelAttributes.aligned`. `target` is "cpu" (host arrays, or device ones too
     with `copy_device`, for a launch that copies them to the host) or "gpu". An array
     offering only `__dlpack__` is turned into one with an interface by `from_dlpack`,
-    and refused when none is given. `bind_kernel` reads all of these off a
+    and refused when none is given. `index_width` (32 or 64) is the kernel's index
+    type, which every dynamic extent must fit. `bind_kernel` reads all of these off a
     `hir.Kernel`.
     """
     if target not in ("cpu", "gpu"):
         raise ValueError(f"target is 'cpu' or 'gpu', not {target!r}")
-    binder = _Binder(kernel_name, dict(variant), dict(aligned or {}), target, copy_device)
+    binder = _Binder(
+        kernel_name, dict(variant), dict(aligned or {}), target, copy_device, index_width
+    )
     binder.count(params, args)
     for param, arg in zip(params, args, strict=True):
         if isinstance(param.type, hir.TensorT):
@@ -320,7 +363,8 @@ def bind_kernel(
     copy_device: bool = False,
     from_dlpack: Callable[[Any], Any] | None = None,
 ) -> Bound:
-    """`bind` with the parameters, variant and `@aligned` promises of `kernel`."""
+    """`bind` with the parameters, variant, `@aligned` promises and index width of
+    `kernel`."""
     return bind(
         kernel.params,
         args,
@@ -330,6 +374,7 @@ def bind_kernel(
         target=target,
         copy_device=copy_device,
         from_dlpack=from_dlpack,
+        index_width=kernel.index_width,
     )
 
 
@@ -342,12 +387,13 @@ def _kind_of(value: Any) -> str:
 
 
 class _Binder:
-    def __init__(self, kernel, variant, aligned, target, copy_device):
+    def __init__(self, kernel, variant, aligned, target, copy_device, index_width):
         self.kernel = kernel
         self.variant = variant
         self.aligned = aligned
         self.target = target
         self.copy_device = copy_device
+        self.index_width = index_width
         self.bound = Bound(kernel)
         self.dim_source: dict[str, str] = {}  # a dynamic extent -> the parameter that bound it
 
@@ -446,6 +492,7 @@ class _Binder:
         self._shape(name, declared, info)
         self._contiguous(name, info)
         self._dims(name, declared, info)
+        self._pointer(name, info)
         self._alignment(name, declared, info)
         if info.readonly:
             raise self.value_error(
@@ -505,6 +552,12 @@ class _Binder:
                 f"but the kernel declares rank {len(declared.dims)}: {declared}",
             )
         for axis, (dim, n) in enumerate(zip(declared.dims, info.shape, strict=True)):
+            if n < 0:
+                raise self.value_error(
+                    name,
+                    f"argument `{name}` has extent {n} on axis {axis} (shape "
+                    f"{_shape(info.shape)}), but no extent is negative",
+                )
             if isinstance(dim, int) and dim != n:
                 raise self.value_error(
                     name,
@@ -539,6 +592,7 @@ class _Binder:
                     )
                 continue
             self._extent_multiple(name, extent, n)
+            self._extent_fits(name, extent, n)
             self.bound.dims[extent] = n
             self.dim_source[extent] = name
 
@@ -562,6 +616,17 @@ class _Binder:
                 help=f"pad {extent} to a multiple of {tile}, or drop the `@aligned` promise",
             )
 
+    def _extent_fits(self, name, extent, n) -> None:
+        # The GPU code holds each dynamic extent in a signed index of this width; the
+        # CPU path refuses the same, so a launch that binds here binds on the card.
+        if n > (1 << (self.index_width - 1)) - 1:
+            raise self.value_error(
+                name,
+                f"argument `{name}` binds {extent} = {n}, more than a {self.index_width}-bit "
+                "index holds",
+                help="compile the kernel with 64-bit indices",
+            )
+
     def _aligned_tile(self, extent: str) -> int | None:
         tile = self.aligned.get(extent)
         if isinstance(tile, str):
@@ -569,6 +634,19 @@ class _Binder:
                 raise ValueError(f"`@aligned({extent} = {tile})`: the variant gives no `{tile}`")
             tile = self.variant[tile]
         return tile
+
+    def _pointer(self, name, info: ArrayInfo) -> None:
+        if not 0 <= info.ptr < ADDRESS_LIMIT:
+            raise self.value_error(
+                name,
+                f"argument `{name}` has the data pointer {info.ptr}, which is not a 64-bit address",
+            )
+        if info.ptr == 0 and 0 not in info.shape:
+            raise self.value_error(
+                name,
+                f"argument `{name}` has a null data pointer, but shape {_shape(info.shape)}",
+                help="only an array with no elements may have a null data pointer",
+            )
 
     def _alignment(self, name, declared, info: ArrayInfo) -> None:
         size = ITEM_SIZES[info.elem] if info.elem else max(info.itemsize, 1)

@@ -34,6 +34,10 @@ CUDA_MANAGED = 13
 HOST_DEVICES = (CPU, CUDA_HOST)
 DEVICE_DEVICES = (CUDA, CUDA_MANAGED)
 
+# The most axes a tensor read here has: numpy's NPY_MAXDIMS. A larger (or negative)
+# `ndim` is a corrupt tensor, whose shape must not be read.
+MAX_DIMS = 64
+
 # DLDataTypeCode -> the typestr kind
 _KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
 BFLOAT = 4
@@ -159,6 +163,11 @@ def _interface(t: DLTensor) -> tuple[dict, tuple[int, int]]:
         typestr = ("|" if size == 1 else "<") + _KINDS[dtype.code] + str(size)
     else:
         raise DLPackError(f"its DLPack type code {dtype.code} is not an element type")
+    if not 0 <= t.ndim <= MAX_DIMS:
+        raise DLPackError(f"its `ndim` is {t.ndim}, not 0 to {MAX_DIMS}")
+    if t.ndim and not t.shape:
+        raise DLPackError(f"its `ndim` is {t.ndim}, but its `shape` is a null pointer")
+    # Negative extents and null pointers pass through as they are: binding refuses them.
     shape = tuple(t.shape[i] for i in range(t.ndim))
     strides = None
     if t.strides:

@@ -14,11 +14,15 @@ to fix it where there is one fix:
 A wrong kind of value (a scalar for a tensor, a wrong element type, the wrong
 number of arguments) is an `ArgumentTypeError`, also a `TypeError`; a value of the
 right kind that breaks a rule (extent, stride, alignment, device) is an
-`ArgumentValueError`, also a `ValueError`; a bad grid is a `GridError`. All are
+`ArgumentValueError`, also a `ValueError`; a bad grid is a `GridError`. A GPU
+launch of arguments that bind, on a machine with no driver (or no device) to run it,
+is a `GpuUnavailable`, also the driver's own `DriverUnavailable`. All are
 `LaunchError`s. An uncaught one prints as its message alone (`phobos.lang`'s hook).
 """
 
 from __future__ import annotations
+
+from phobos.runtime.cuda import DriverUnavailable
 
 
 class LaunchError(Exception):
@@ -52,3 +56,9 @@ class GridError(LaunchError, TypeError, ValueError):
 
 class LaunchUnavailable(LaunchError, NotImplementedError):
     """A launch this version cannot run: on the GPU, for now."""
+
+
+class GpuUnavailable(LaunchError, DriverUnavailable):
+    """A GPU launch whose arguments bind, on a machine whose driver cannot run it:
+    no driver library, or no device. Raised after binding, so a wrong argument is
+    refused as it would be with a GPU."""

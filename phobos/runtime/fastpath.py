@@ -8,8 +8,10 @@ loaded function, the checks of the card's resources). A later launch with the sa
 signature only reads each tensor's data pointer and each scalar's value, checks what can
 change between launches of one signature (a pointer's alignment, a scalar's range, the
 grid), and calls the driver. Anything unusual falls back to the whole path, which
-raises the error a user should see. A kernel walking the grid's blocks has its block
-counts written on every launch (the grid may change) and runs the CTAs the whole path
+raises the error a user should see: an interface dict whose entries are not exactly of
+the types binding takes (an extent `64.0` or `True` equals 64 or 1 in a key, so the
+key alone cannot tell), a mask, a pointer that is not a positive int. A kernel walking
+the grid's blocks has its block counts written on every launch (the grid may change) and runs the CTAs the whole path
 would: min(blocks, CTAs the card holds), the card's count taken once per plan. One of
 clusters (`KernelContract.cluster` > 1) runs a cluster per cluster block as the whole
 path does, and is launched as it is, by `cuLaunchKernelEx` with its cluster dimension:
@@ -43,6 +45,8 @@ _INT_RANGES = {
 }
 _GRID_LIMITS = ((1 << 31) - 1, 65535, 65535)
 _WALK_LIMIT = (1 << 32) - 1  # launch_gpu.WALK_LIMIT: a walking kernel's 32-bit block count
+_ADDRESS_LIMIT = 1 << 64  # binding.ADDRESS_LIMIT
+_NO_GRID = object()  # a plan's last grid before any: no grid given `is` it
 
 
 _TORCH_LIKE: dict[type, bool] = {}
@@ -84,11 +88,27 @@ def _read(args, tensor_slots):
             cai = getattr(arg, "__cuda_array_interface__", None)
             if cai is None:
                 return None
-            strides = cai.get("strides")
-            data = cai["data"]
-            key.append((t, cai["typestr"], tuple(cai["shape"]), strides and tuple(strides),
-                        data[1]))  # the read-only flag  # fmt: skip
-            pointers.append(data[0])
+            shape, strides, data = cai["shape"], cai.get("strides"), cai["data"]
+            # Only entries of exactly the types binding takes: 64.0 and True equal 64 and
+            # 1 in a key (numpy's ints, which binding takes too, always bind fully).
+            if type(shape) is not tuple or type(data) is not tuple:
+                return None
+            ptr, readonly = data
+            if type(readonly) is not bool or type(cai["version"]) is not int:
+                return None
+            if cai.get("mask") is not None:
+                return None
+            for n in shape:
+                if type(n) is not int:
+                    return None
+            if strides is not None:
+                if type(strides) is not tuple:
+                    return None
+                for n in strides:
+                    if type(n) is not int:
+                        return None
+            key.append((t, cai["typestr"], shape, strides, readonly))
+            pointers.append(ptr)  # its type and value checked by `Plan.launch`
     return tuple(key), pointers
 
 
@@ -115,7 +135,7 @@ class Plan:
         self.threads = contract.threads
         self.shared = contract.dynamic_smem
         self.meta = {**bound.dims, **contract.variant}
-        self._last: tuple = (None, None, None)  # the last tuple grid, its counts, its CTAs
+        self._last: tuple = (_NO_GRID, None, None)  # the last tuple grid, its counts, CTAs
         self.blocks = self.packer.blocks  # a walking kernel's block-count slots, or []
         # The CTAs the card holds, which the whole path asked the driver for already.
         self.resident = resident_ctas(function, contract, self.shared) if self.blocks else 0
@@ -172,7 +192,9 @@ class Plan:
                 x.value, y.value, z.value = counts
             for value, i in self.pointers:
                 ptr = pointers[i]
-                if ptr & 15:  # binding for the GPU checked 16-byte alignment; keep checking it
+                # Binding for the GPU checked 16-byte alignment and a 64-bit address; keep
+                # checking them (a null pointer, for an empty array, binds fully)
+                if type(ptr) is not int or ptr & 15 or not 0 < ptr < _ADDRESS_LIMIT:
                     return False
                 value.value = ptr
             for i, t, rows, cols in self.maps:  # a cheap no-op while the pointer stays

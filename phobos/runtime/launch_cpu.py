@@ -147,7 +147,12 @@ def _from_dlpack(obj: Any) -> Any:
 
 def _host_view(np, kernel: str, name: str, info: ArrayInfo):
     """A numpy array over the host array's own memory, so stores land in it."""
-    view = np.asarray(info.obj)
+    try:
+        view = np.asarray(info.obj)
+    except (TypeError, ValueError) as exc:  # binding read the dict; numpy reads it again
+        raise ArgumentValueError(
+            kernel, name, f"argument `{name}` does not give numpy a view of its memory: {exc}"
+        ) from None
     if view.shape != info.shape or not view.flags.writeable:
         raise ArgumentValueError(
             kernel, name, f"argument `{name}` does not give numpy a writable view of its memory"

@@ -43,14 +43,14 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from phobos.runtime import cuda, tensormap
 from phobos.runtime.binding import Bound, bind, resolve_grid
 from phobos.runtime.cache import KernelCache, Key, compiler_fingerprint, entry_key
 from phobos.runtime.contract import KernelContract
-from phobos.runtime.errors import ArgumentValueError, GridError, LaunchError
+from phobos.runtime.errors import ArgumentValueError, GpuUnavailable, GridError, LaunchError
 from phobos.runtime.fastpath import Plan, read
 from phobos.sema import hir
 
@@ -429,6 +429,7 @@ class GpuKernel:
             aligned=c.aligned,
             target="gpu",
             from_dlpack=lambda obj: from_dlpack(obj, handle),
+            index_width=c.index_width,
         )
 
     def function(self, device: cuda.Device):
@@ -482,7 +483,7 @@ class GpuKernel:
                 if plan is not None and plan.launch(grid, args, pointers, stream):
                     return None
         bound = self.bind(args, stream)
-        device = cuda.device(arrays_device(self.contract.name, bound))
+        device = open_device(self.contract.name, lambda: arrays_device(self.contract.name, bound))
         function = self.function(device)
         counts = launch_gpu(function, self.contract, grid, bound, stream, shared, self.packer)
         if key is not None and (cuda.device_count() == 1 or self._all_torch_like(args)):
@@ -490,6 +491,28 @@ class GpuKernel:
             # arrays always take the whole path, which finds their device.
             self._plans[key] = Plan(self, bound, function, counts)
         return counts
+
+
+def open_device(kernel: str, ordinal: Callable[[], int]) -> cuda.Device:
+    """The device `ordinal()` names, once a launch's arguments are bound. Where the
+    driver cannot run anything (no library, or `cuInit` failing: no device), a
+    `GpuUnavailable` says so in one line.
+
+        device = open_device("saxpy", lambda: arrays_device("saxpy", bound))
+    """
+    try:
+        return cuda.device(ordinal())
+    except cuda.DriverUnavailable as exc:
+        raise GpuUnavailable(kernel, None, f"cannot launch on the GPU: {exc}") from None
+    except cuda.CudaError as exc:
+        if exc.call != "cuInit":
+            raise
+        raise GpuUnavailable(
+            kernel,
+            None,
+            f"cannot launch on the GPU: {exc}",
+            help="PHOBOS_INTERPRET=1 runs the kernel on the CPU",
+        ) from None
 
 
 def _sha_text(text: str) -> str:

@@ -318,6 +318,103 @@ def test_masked_array_refused():
     assert_names(refused([tensor("t", "f32", 8)], (masked,)), "t", "masked")
 
 
+def interface(**entries):
+    """A host array whose interface dict is a valid one with `entries` replaced (an
+    entry given as `...` is left out)."""
+    array = Fake((8,))
+    d = array.__array_interface__
+    d.update(entries)
+    for key in [k for k, v in d.items() if v is ...]:
+        del d[key]
+    return array
+
+
+@pytest.mark.parametrize(
+    ("entries", "fragment"),
+    [
+        ({"shape": (8.0,)}, "shape (8.0,) holds a float on axis 0, not an int"),
+        ({"shape": ("8",)}, "shape ('8',) holds a str on axis 0"),
+        ({"shape": (True,)}, "holds a bool on axis 0"),
+        ({"shape": [8]}, "shape is a list, not a tuple of ints"),
+        ({"shape": 8}, "shape is an int"),
+        ({"shape": ...}, "has no `shape`"),
+        ({"strides": (4, 4)}, "2 strides (4, 4) for shape (8,), of rank 1"),
+        ({"strides": (4.0,)}, "strides (4.0,) holds a float"),
+        ({"strides": "C"}, "strides is a str"),
+        ({"typestr": "<f04"}, "typestr '<f04' is not a typestr such as '<f4'"),
+        ({"typestr": "f4"}, "typestr 'f4' is not a typestr"),
+        ({"typestr": "<f4 "}, "is not a typestr"),
+        ({"typestr": 4}, "typestr 4 is not a typestr"),
+        ({"data": None}, "data None is not a pair (pointer, read-only) of an int and a bool"),
+        ({"data": (1.5, False)}, "data (1.5, False) is not a pair"),
+        ({"data": ("4096", False)}, "is not a pair"),
+        ({"data": (True, False)}, "is not a pair"),
+        ({"data": (4096, 0)}, "is not a pair"),
+        ({"data": [4096, False]}, "is not a pair"),
+        ({"data": (4096,)}, "is not a pair"),
+        ({"version": "3"}, "version '3' is not an int"),
+        ({"version": ...}, "has no `version`"),
+    ],
+)
+def test_malformed_interfaces_are_refused_naming_the_parameter(entries, fragment):
+    err = refused([tensor("t", "f32", "N")], (interface(**entries),), ArgumentTypeError)
+    assert_names(err, "t", "cannot be bound", "`__array_interface__`", fragment)
+
+
+def test_an_interface_that_is_not_a_dict_is_refused():
+    class Listed:
+        __cuda_array_interface__ = [("shape", (8,))]
+
+    err = refused([tensor("t", "f32", "N")], (Listed(),), ArgumentTypeError, target="gpu")
+    assert_names(err, "t", "its `__cuda_array_interface__` is a list, not a dict")
+
+
+def test_numpy_ints_in_an_interface_bind():
+    np = pytest.importorskip("numpy")
+    bound = bind([tensor("t", "f32", "N")], (interface(shape=(np.int64(8),)),), kernel_name=KERNEL)
+    assert bound.dims == {"N": 8} and type(bound.arrays["t"].shape[0]) is int
+
+
+@pytest.mark.parametrize("target", ["cpu", "gpu"])
+def test_a_negative_extent_is_refused(target):
+    arg = Fake((-4, 8), device=target == "gpu")
+    err = refused([tensor("t", "f32", "N", 8)], (arg,), ArgumentValueError, target=target)
+    assert_names(err, "t", "extent -4 on axis 0 (shape (-4, 8)), but no extent is negative")
+
+
+@pytest.mark.parametrize("target", ["cpu", "gpu"])
+@pytest.mark.parametrize(
+    ("ptr", "fragment"),
+    [
+        (-16, "the data pointer -16, which is not a 64-bit address"),
+        (2**64, "which is not a 64-bit address"),
+        (0, "a null data pointer, but shape (8,)"),
+    ],
+)
+def test_null_and_negative_pointers_are_refused(target, ptr, fragment):
+    arg = Fake((8,), ptr=ptr, device=target == "gpu")
+    err = refused([tensor("t", "f32", "N")], (arg,), ArgumentValueError, target=target)
+    assert_names(err, "t", fragment)
+
+
+def test_a_null_pointer_binds_for_an_array_with_no_elements():
+    for target in ("cpu", "gpu"):
+        arg = Fake((0, 8), ptr=0, device=target == "gpu")
+        bound = bind([tensor("t", "f32", "N", 8)], (arg,), kernel_name=KERNEL, target=target)
+        assert bound.dims == {"N": 0} and bound.arrays["t"].ptr == 0
+
+
+@pytest.mark.parametrize("target", ["cpu", "gpu"])
+def test_an_extent_past_the_index_width_is_refused(target):
+    params = [tensor("t", "f32", "N")]
+    arg = Fake((2**31,), device=target == "gpu")
+    err = refused(params, (arg,), ArgumentValueError, target=target)
+    assert_names(err, "t", "binds N = 2147483648, more than a 32-bit index holds")
+    bind(params, (Fake((2**31 - 4,), device=target == "gpu"),), kernel_name=KERNEL, target=target)
+    bound = bind(params, (arg,), kernel_name=KERNEL, target=target, index_width=64)
+    assert bound.dims == {"N": 2**31}
+
+
 # ---------------------------------------------------------------------------
 # Scalars
 

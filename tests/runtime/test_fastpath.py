@@ -1,6 +1,7 @@
 """The launch fast path: a launch like an earlier one skips binding, and anything
 unusual still gets the whole path's checks and errors."""
 
+import re
 import struct
 
 import pytest
@@ -8,7 +9,7 @@ from test_cuda_fake import FakeDriver
 
 from phobos.runtime import binding, cuda
 from phobos.runtime.contract import KernelContract
-from phobos.runtime.errors import ArgumentValueError
+from phobos.runtime.errors import ArgumentTypeError, ArgumentValueError, GridError
 from phobos.runtime.launch_gpu import GpuKernel
 
 PTX = ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -196,3 +197,79 @@ def test_a_grid_tuple_given_again_is_launched_as_checked_and_a_new_one_checked_a
     with pytest.raises(Exception, match="grid"):
         gpu.launch((0,), (DeviceArray(64, 0x10000), 1.0))
     assert [launch["grid"] for launch in fake.launches] == [(3, 2, 1)] * 3 + [(5, 1, 1)]
+
+
+# ---------------------------------------------------------------------------
+# After a launch made a plan, a launch of the same signature is still checked whole
+
+
+def with_entries(n, ptr, **entries):
+    array = DeviceArray(n, ptr)
+    array.__cuda_array_interface__.update(entries)
+    return array
+
+
+@pytest.mark.parametrize(
+    ("entries", "kind", "fragment"),
+    [
+        ({"mask": DeviceArray(64, 0x20000, "|b1")}, ArgumentTypeError, "masked array"),
+        ({"data": (None, False)}, ArgumentTypeError, "data (None, False) is not a pair"),
+        ({"data": (65536.0, False)}, ArgumentTypeError, "is not a pair"),
+        ({"data": ("0x10000", False)}, ArgumentTypeError, "is not a pair"),
+        ({"data": (0x10000, 0)}, ArgumentTypeError, "is not a pair"),
+        ({"data": (-0x10000, False)}, ArgumentValueError, "not a 64-bit address"),
+        ({"data": (0, False)}, ArgumentValueError, "a null data pointer"),
+        ({"data": (2**64 + 0x10000, False)}, ArgumentValueError, "not a 64-bit address"),
+        ({"shape": (64.0,)}, ArgumentTypeError, "holds a float"),  # 64.0 == 64 in a key
+        ({"shape": (True,)}, ArgumentTypeError, "holds a bool"),
+        ({"version": "3"}, ArgumentTypeError, "version '3'"),
+    ],
+)
+def test_a_launch_like_a_planned_one_gets_the_whole_paths_refusal(kernel, entries, kind, fragment):
+    gpu, fake = kernel
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))
+    gpu.launch((1,), (DeviceArray(64, 0x10000), 1.0))  # by the plan
+    with pytest.raises(kind, match=re.escape(fragment)) as info:
+        gpu.launch((1,), (with_entries(64, 0x10000, **entries), 1.0))
+    assert info.value.param == "x"
+    assert len(fake.launches) == 2
+
+
+def test_a_shape_of_true_is_not_the_plan_of_extent_one():
+    from phobos.runtime.fastpath import read
+
+    found = read((with_entries(4, 0x10000, shape=(True,)), 1.0), (True, False))
+    assert found is None
+
+
+@pytest.mark.parametrize("bad", [None, 0, (0,), "1", lambda meta: None])
+def test_a_bad_grid_after_a_grid_function_is_the_whole_paths_grid_error(kernel, bad):
+    gpu, fake = kernel
+    for _ in range(2):  # a plan, then a launch by it: no tuple grid checked yet
+        gpu.launch(lambda meta: (meta["N"] // 64,), (DeviceArray(64, 0x10000), 1.0))
+    with pytest.raises(GridError, match="grid"):
+        gpu.launch(bad, (DeviceArray(64, 0x10000), 1.0))
+    assert len(fake.launches) == 2
+
+
+def test_a_torch_like_pointer_that_is_not_an_int_takes_the_whole_path(kernel):
+    class Odd:
+        dtype, shape, requires_grad = "float32", (64,), False
+
+        def __init__(self, ptr):
+            self.ptr = ptr
+            self.__cuda_array_interface__ = DeviceArray(64, ptr).__cuda_array_interface__
+
+        def data_ptr(self):
+            return float(self.ptr) if self.ptr == 0x30000 else self.ptr
+
+        def get_device(self):
+            return 0
+
+        def stride(self):
+            return (1,)
+
+    gpu, fake = kernel
+    gpu.launch((1,), (Odd(0x10000), 1.0))
+    gpu.launch((1,), (Odd(0x30000), 1.0))  # the plan gets 196608.0: the whole path binds
+    assert struct.unpack("<Q", fake.launches[-1]["slots"][0])[0] == 0x30000

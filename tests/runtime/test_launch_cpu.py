@@ -127,6 +127,26 @@ def test_any_array_interface_object_runs_in_place(interp):
     np.testing.assert_allclose(out, reference(x, y, -0.5), rtol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("entries", "fragment"),
+    [
+        ({"shape": (36.0,)}, "shape (36.0,) holds a float"),
+        ({"shape": ("36",)}, "shape ('36',) holds a str"),
+        ({"typestr": "<f04"}, "typestr '<f04' is not a typestr"),
+        ({"data": (-4096, False)}, "the data pointer -4096, which is not a 64-bit address"),
+        ({"shape": (2**31,)}, "binds N = 2147483648, more than a 32-bit index holds"),
+    ],
+)
+def test_a_malformed_host_array_is_refused_before_the_interpreter(interp, entries, fragment):
+    x, y, out = inputs(36)
+    wild = HostWrapper(x)
+    wild.__array_interface__ = {**x.__array_interface__, **entries}
+    with pytest.raises(LaunchError) as info:
+        launch_cpu(saxpy_hir(), (3,), (wild, y, out, 1.0))
+    assert info.value.param == "x" and fragment in str(info.value)
+    assert interp.calls == []
+
+
 class DeviceArray:
     """A fake device array: `__cuda_array_interface__` over memory the test keeps."""
 
@@ -318,12 +338,15 @@ def test_device_arrays_need_interpret_mode(interp, checker, saxpy, monkeypatch):
     from phobos.runtime import cuda
 
     monkeypatch.delenv("PHOBOS_INTERPRET", raising=False)
-    # A device array goes to the GPU; with no driver (forced here), the error says so.
+    # A device array goes to the GPU; with no driver (forced here), the error says so,
+    # once the arguments bind: host arrays beside it are refused as on a GPU.
     monkeypatch.setattr(cuda, "LIBRARY", "libcuda-absent-for-this-test.so.1")
     monkeypatch.setattr(cuda, "_LIB", None)
     x, y, out = inputs(8)
-    with pytest.raises(cuda.DriverUnavailable, match="PHOBOS_INTERPRET=1 runs it on the CPU"):
+    with pytest.raises(ArgumentValueError, match="argument `x` is in host memory"):
         saxpy[(1,)](x, DeviceArray(y), out, 1.0)
+    with pytest.raises(cuda.DriverUnavailable, match="PHOBOS_INTERPRET=1 runs it on the CPU"):
+        saxpy[(1,)](DeviceArray(x), DeviceArray(y), DeviceArray(out), 1.0)
 
     monkeypatch.setenv("PHOBOS_INTERPRET", "1")
     copier = Copier()
