@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from math import gcd
 
 from phobos.diagnostics.diagnostic import Diagnostic
-from phobos.lower import attend, lir, memory, passes, placement, scalars, statements
+from phobos.lower import attend, lir, memory, passes, placement, scalars, staging, statements
 from phobos.lower.barriers import Tracker
 from phobos.lower.builder import Builder, reg_or_imm
 from phobos.lower.errors import NotLowered
@@ -74,6 +74,11 @@ def lower_kernel(
     The lowering runs the passes of `phobos.lower.passes`; `after(pass, lowering,
     output)` is called as each one finishes (the driver keeps their texts with it).
     """
+    # The temporaries' names reach the lir and the PTX (and so the cache key of a
+    # contract made from the PTX): each kernel numbers its own from 1, so a kernel
+    # lowers to the same text whatever this process lowered before it.
+    placement.restart_names()
+    staging.restart_names()
     lw = Lowering(k, chip)
     try:
         return lw.run(after), []

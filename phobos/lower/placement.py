@@ -243,6 +243,13 @@ def _stmts(stmts):
                               span=s2.span)  # fmt: skip
 
 
+def restart_names() -> None:
+    """Number the temporaries `normalize` binds from 1 again, as each kernel's lowering
+    starts."""
+    global _temp_ids
+    _temp_ids = itertools.count(1)
+
+
 def _temp(name: str, type_, uni) -> hir.Sym:
     return hir.Sym(f"{name}_{next(_temp_ids)}", -next(_temp_ids), "var", type_, uni)
 

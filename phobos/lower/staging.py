@@ -18,6 +18,12 @@ from phobos.sema import hir
 _ids = itertools.count(1)
 
 
+def restart_names() -> None:
+    """Number the symbols `temp` makes from 1 again, as each kernel's lowering starts."""
+    global _ids
+    _ids = itertools.count(1)
+
+
 def temp(prefix: str, kind: str, type_, uni) -> hir.Sym:
     """A fresh symbol of the lowering's own (negative ids never meet the checker's)."""
     n = next(_ids)
