@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from phobos.runtime.errors import DriverUnavailable  # one class for no driver, everywhere
+
 LIBRARY = "libcuda.so.1"
 
 # CUdevice_attribute (cuda.h)
@@ -196,10 +198,6 @@ class CudaError(RuntimeError):
         if self.log:
             message += "\n" + self.log.rstrip()
         return message
-
-
-class DriverUnavailable(OSError):
-    """`libcuda.so.1` cannot be opened: no NVIDIA driver on this machine."""
 
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,11 @@ is a `GpuUnavailable`, also the driver's own `DriverUnavailable`. All are
 
 from __future__ import annotations
 
-from phobos.runtime.cuda import DriverUnavailable
+
+class DriverUnavailable(OSError):
+    """`libcuda.so.1` cannot be opened: no NVIDIA driver on this machine. Defined here,
+    not in `phobos.runtime.cuda`, so that compiling (which raises launch errors' kin)
+    never imports the driver's bindings; `cuda.DriverUnavailable` is this class."""
 
 
 class LaunchError(Exception):
