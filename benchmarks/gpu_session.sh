@@ -21,6 +21,12 @@ if command -v compute-sanitizer >/dev/null; then
       echo "sanitizer $tool clean $group: status $? (0 expected)"; tail -2 "$out/san-$tool-$group.log"
     done
   done
+  # memcheck on every variant the tuner compiles of the benchmarks' kernels, a process a kernel.
+  for k in vector_add softmax_rows layer_norm rms_norm hgemm hgemm_bf16 hgemm_h hgemm_hh igemm \
+           attention attention_causal decode_split decode_merge kda_f16; do
+    compute-sanitizer --tool memcheck --error-exitcode 1 python3 tests/gpu/sanitize.py variants $k > "$out/san-memcheck-variants-$k.log" 2>&1
+    echo "sanitizer memcheck variants $k: status $? (0 expected)"; tail -1 "$out/san-memcheck-variants-$k.log"
+  done
   # torch's caching allocator would hide a write past a tensor inside its own block.
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck --error-exitcode 1 python3 tests/gpu/sanitize.py oob > "$out/san-memcheck-oob.log" 2>&1
   echo "sanitizer memcheck oob: status $? (non-zero expected)"; grep -m2 -E "Invalid|ERROR SUMMARY" "$out/san-memcheck-oob.log"

@@ -5,11 +5,17 @@ the tensor-core GEMMs and the attention kernels among them), or one with a seede
     compute-sanitizer --tool racecheck --error-exitcode 1 python3 tests/gpu/sanitize.py clean
     compute-sanitizer --tool memcheck  --error-exitcode 1 python3 tests/gpu/sanitize.py oob
     compute-sanitizer --tool racecheck --error-exitcode 1 python3 tests/gpu/sanitize.py race
+    compute-sanitizer --tool memcheck  --error-exitcode 1 python3 tests/gpu/sanitize.py variants [KERNEL ...]
 
 `clean` takes the groups to launch (kernels, contractions, tensorcores, attention; all of
 them when none is named): one process per group keeps the sanitizer's instrumented code
 small (under memcheck, a process that had loaded every group's modules was refused the
 attention module's load, CUDA_ERROR_INVALID_PC, where that module alone loads clean).
+
+`variants` launches every variant the tuner compiles (its `@autotune` space, less what
+the compiler leaves out) of the benchmarks' kernels, or of those named (`VARIANT_KERNELS`),
+each at a size ragged where its `@aligned` allows: what the tuner times is what memcheck
+has seen.
 
 `oob` removes the masks of vector_add's stores (an off-by-one mask, at its worst), so the
 last CTA writes past the output; `race` removes softmax's barriers, so warps read the
@@ -168,12 +174,126 @@ def attention_kernels() -> None:
         kda_f16.variant(D=d, C=64, T=128)[(1,)](*qk, g, torch.empty(t, d, device="cuda"), 0.125)
 
 
+def _cuda(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device="cuda").to(dtype)
+
+
+def _gemm(dtype, c_dtype):
+    def launch(kernel, v):
+        tn = v["TILE_N"]
+        m, n, k = 256, 2 * tn, 4 * v.get("TILE_K", 64)
+        a, b = _cuda(m, k, dtype=dtype), _cuda(k, n, dtype=dtype)
+        kernel[(m // 128, n // tn)](a, b, torch.empty(m, n, device="cuda", dtype=c_dtype))
+
+    return launch
+
+
+def _rows(kernel, v):
+    m, n = 33, 1000  # a ragged row under every BLOCK
+    h = _cuda(m, n, dtype=torch.float16)
+    w = torch.rand(1, n, device="cuda", dtype=torch.float16)
+    if kernel.name == "softmax_rows":
+        x = _cuda(m, n)
+        kernel[(m,)](x, torch.empty_like(x))
+    elif kernel.name == "layer_norm":
+        kernel[(m,)](h, torch.empty_like(h), w, w, 1e-5)
+    else:
+        kernel[(m,)](h, torch.empty_like(h), w, 1e-5)
+
+
+def _vector_add(kernel, v):
+    n = 3 * v["BLOCK"] + 77
+    x, y = _cuda(n), _cuda(n)
+    kernel[(-(-n // v["BLOCK"]),)](x, y, torch.empty(n, device="cuda"))
+
+
+def _attention(kernel, v):
+    from examples.attention import ROWS
+
+    g, d, kv_heads, s = v["G"], v["D"], 1, 2 * ROWS
+    q = _cuda(g * kv_heads * s, d, dtype=torch.float16)
+    k, vv = (_cuda(kv_heads * s, d, dtype=torch.float16) for _ in range(2))
+    o = torch.empty(g * kv_heads * s, d, device="cuda")
+    kernel[(s // ROWS, g * kv_heads)](q, k, vv, o, s, d**-0.5)
+
+
+def _decode(kernel, v):
+    d, heads, n, ch = v["D"], 4, 1000, 256
+    splits = -(-n // ch)
+    po = _cuda(heads * splits * 4, d)
+    pl = _cuda(heads * splits * 4, 1)
+    if kernel.name == "decode_split":
+        q = _cuda(heads * 4, d, dtype=torch.float16)
+        k, vv = (_cuda(heads * n, d, dtype=torch.float16) for _ in range(2))
+        kernel[(splits, heads)](q, k, vv, po, pl, n, ch, d**-0.5)
+    else:
+        kernel[(heads,)](po, pl, torch.empty(heads * 4, d, device="cuda"), splits)
+
+
+def _kda_f16(kernel, v):
+    d, t = v["D"], 1000
+    qkv = [_cuda(t, d, dtype=torch.float16) for _ in range(3)]
+    g = -0.1 * torch.rand(t, 1, device="cuda") - 0.001
+    kernel[(1,)](*qkv, g, torch.empty(t, d, device="cuda"), 0.125)
+
+
+def _igemm(kernel, v):
+    a = torch.randint(-128, 128, (256, 512), device="cuda", dtype=torch.int8)
+    kernel[(2, 2)](a, a, torch.empty(256, 256, device="cuda", dtype=torch.int32))
+
+
+# The benchmarks' kernels: where each lives, and how one of its variants is launched.
+VARIANT_KERNELS = {
+    "vector_add": ("benchmarks.kernels", _vector_add),
+    "softmax_rows": ("benchmarks.kernels", _rows),
+    "layer_norm": ("benchmarks.kernels", _rows),
+    "rms_norm": ("benchmarks.kernels", _rows),
+    "hgemm": ("examples.hgemm", _gemm(torch.float16, torch.float32)),
+    "hgemm_bf16": ("examples.hgemm", _gemm(torch.bfloat16, torch.float32)),
+    "hgemm_h": ("examples.hgemm", _gemm(torch.float16, torch.float16)),
+    "hgemm_hh": ("examples.hgemm", _gemm(torch.float16, torch.float16)),
+    "igemm": ("examples.igemm", _igemm),
+    "attention": ("examples.attention", _attention),
+    "attention_causal": ("examples.attention", _attention),
+    "decode_split": ("examples.decode", _decode),
+    "decode_merge": ("examples.decode", _decode),
+    "kda_f16": ("examples.kda_f16", _kda_f16),
+}
+# Never the tuner's pick, and refused by memcheck alone (attention_kernels says why).
+MEMCHECK_REFUSED = {("attention", "D=128,BC=128"), ("attention_causal", "D=128,BC=128")}
+
+
+def every_variant(names) -> int:
+    """Launch each compiled variant of each named kernel once; the count launched."""
+    import importlib
+
+    major, minor = torch.cuda.get_device_capability()
+    chip = "sm_90a" if (major, minor) == (9, 0) else f"sm_{major}{minor}"
+    launched = 0
+    for name in names:
+        module, launch = VARIANT_KERNELS[name]
+        kernel = getattr(importlib.import_module(module), name)
+        report = kernel.variants(chip=chip, check_races=False)
+        for compiled in report.compiled:
+            shown = ",".join(f"{k}={v}" for k, v in compiled.variant.items() if k in ("D", "BC"))
+            if (name, shown) in MEMCHECK_REFUSED:
+                print(f"{name} {compiled.key}: not launched (MEMCHECK_REFUSED)")
+                continue
+            launch(kernel.variant(**compiled.variant), compiled.variant)
+            torch.cuda.synchronize()
+            launched += 1
+            print(f"{name} {compiled.key}: launched")
+        for left in report.left_out:
+            print(f"{name} {left.key}: left out by the compiler ({left.stage})")
+    return launched
+
+
 GROUPS = ("kernels", "contractions", "tensorcores", "attention")
 
 
 def main(mode: str, groups: tuple[str, ...] = GROUPS) -> None:
     unknown = set(groups) - set(GROUPS)
-    if unknown:
+    if mode != "variants" and unknown:
         raise SystemExit(f"unknown group {sorted(unknown)}: {', '.join(GROUPS)}")
     n, rows = 4096 + 1000, 64
     x, y = torch.randn(2, n, device="cuda")
@@ -196,12 +316,18 @@ def main(mode: str, groups: tuple[str, ...] = GROUPS) -> None:
             tensor_cores()
         if "attention" in groups:
             attention_kernels()
+    elif mode == "variants":
+        names = groups if groups != GROUPS else tuple(VARIANT_KERNELS)
+        unknown = set(names) - set(VARIANT_KERNELS)
+        if unknown:
+            raise SystemExit(f"unknown kernel {sorted(unknown)}: {', '.join(VARIANT_KERNELS)}")
+        print(f"sanitize variants: {every_variant(names)} variants launched")
     elif mode == "oob":
         seeded(K.vector_add.variant(BLOCK=4096), unmask_stores).launch((2,), (x, y, out))
     elif mode == "race":
         seeded(K.softmax_rows.variant(BLOCK=4096), drop_barriers).launch((rows,), (m, mo))
     else:
-        raise SystemExit(f"unknown mode {mode!r}: clean, oob or race")
+        raise SystemExit(f"unknown mode {mode!r}: clean, variants, oob or race")
     torch.cuda.synchronize()
     print(f"sanitize {mode}: launched")
 
