@@ -309,6 +309,11 @@ class Tracker:
                 if here is not watch.items:  # it closes the segment only on some paths
                     watch.eligible = False
 
+    def ordered(self) -> None:
+        """Forget what is pending, with no barrier: its accesses are ordered by other
+        means (a TMA ring's mbarriers, where a producer warpgroup feeds it)."""
+        self.pending = []
+
     def hoist(self) -> None:
         """Under varying control: a barrier at the anchor (once), forgetting what was
         pending from before it."""

@@ -37,7 +37,12 @@ own, and the loop becomes
 
 so no consumer waits at a barrier for another: a warpgroup waits only for its own
 turn's bytes. Every other statement of the kernel runs in the consumers alone (their
-barriers are named barrier 1 counting T), the scalar `let`s in every thread.
+barriers are named barrier 1 counting T), the scalar `let`s in every thread. Where the
+CTAs walk the grid's blocks (`phobos.lower.walk`), the two arms are two walks over the
+same blocks that never join: the consumers' holds the epilogue too and frees the last
+turn's stage after the loop, the producer's issues the next block's boxes while the
+consumers store this one, and `setmaxnreg` (`rebalanced`) moves registers from the
+producer warpgroup to the consumers for the rest of the kernel.
 
 A wgmma reads shared memory through the async proxy, as TMA writes it, so a product on
 the ring's stages needs no proxy fence. When the loop body is only the staging and
@@ -64,10 +69,24 @@ from phobos.sema import hir
 
 log = logging.getLogger("phobos.lower")
 MODES = {128: "128B", 64: "64B", 32: "32B"}  # a row's bytes -> the swizzle it is stored in
-# setmaxnreg of a producer warpgroup and its consumers: the producer needs few registers,
-# the consumers' accumulators many (128 x (40 + 2 x 232) <= 65536 for two of them);
-# None leaves ptxas's even split.
-REGS: tuple[int, int] | None = None
+# The registers a producer warpgroup keeps (`setmaxnreg.dec`) where the CTAs walk the
+# grid's blocks: its one issuing thread needs few; the consumers take the rest.
+PRODUCER_REGS = 40
+CONSUMER_MAX = 240  # past this the consumers' arms gain nothing (ptxas's 255, in eights)
+
+
+def rebalanced(consumers: int) -> tuple[int, int] | None:
+    """(the producer's registers, each consumer thread's) for `consumers` consumer
+    warpgroups beside one producer warpgroup, within the SM's 65,536; None where an even
+    split already gives the consumers as many (one consumer warpgroup: 255 each).
+
+    >>> rebalanced(2), rebalanced(1)
+    ((40, 232), None)
+    """
+    share = (65536 // 128 - PRODUCER_REGS) // consumers // 8 * 8
+    even = 65536 // (128 * (consumers + 1)) // 8 * 8
+    regs = min(CONSUMER_MAX, share)
+    return (PRODUCER_REGS, regs) if regs > min(even, CONSUMER_MAX) else None
 
 
 def staged_by_tma(lw, loop: hir.For) -> bool:
@@ -271,10 +290,7 @@ class TmaRing:
         stage its wgmma groups no longer read: this turn's (lag 1), or the last turn's
         (lag 2: this turn's group is still in flight; the first turn has none before)."""
         lw, b = self.lw, self.lw.b
-        tid = lw.sreg("tid.x")
-        lane0 = b.once(("tma.wg0",), lambda: b.op("setp", "pred", b.op(
-            "and", "b32", tid, Imm(127, "u32"), dest_type="u32"), Imm(0, "u32"), cmp="eq",
-            type="u32"))  # fmt: skip
+        lane0 = self._lane0()
         slot = self.slot
         cond = lane0
         if self.lag == 2:
@@ -299,17 +315,22 @@ class TmaRing:
                 b.emit("wgmma_wait", pending=0)
                 self._unpack()
             return
+        if self.lw.walk is not None:
+            # Walked, the consumers' arm is the whole walk (`BlockWalk.specialized`): the
+            # last turn's stage freed once its group retires, as the next block's first
+            # turn frees none.
+            if self.lag == 2:
+                b.emit("wgmma_wait", pending=0)
+                self._unpack()
+                self._free_last()
+            return
         loop = b.stack[-1].pop()
         with b.region() as consumer:
-            if REGS is not None:
-                b.emit("setmaxnreg", action="inc", regs=REGS[1])
             b.add(loop)
             if self.lag == 2:
                 b.emit("wgmma_wait", pending=0)
                 self._unpack()
         with b.region() as producer:
-            if REGS is not None:
-                b.emit("setmaxnreg", action="dec", regs=REGS[0])
             self._producer()
         b.add(If(self.lw.consumers(), consumer.block, producer.block, span=b.span))
         log.debug("`%s`: a producer warpgroup issues the TMA ring's loads (%d threads a CTA)",
@@ -321,26 +342,60 @@ class TmaRing:
             unpack(self.lw.b, tile.words, [r for group in tile.regs for r in group])
             tile.words = None
 
+    def _free_last(self) -> None:
+        """Thread 0 of each consumer warpgroup frees the stage of the loop's last turn
+        (the slot before the ring's), where the loop ran a turn."""
+        b = self.lw.b
+        et = elem_of(self.loop.var.type)
+        ran = scalars.materialize(b, scalars.binary(b, "<", self.lo, self.hi, et), "bool")
+        first = b.op("setp", "pred", self.slot, Imm(0, "u32"), cmp="eq", type="u32")
+        prev = b.op("sub", "u32", self.slot, Imm(1, "u32"), hint="slot")
+        slot = scalars.select(b, first, Imm(self.stages - 1, "u32"), prev, "u32")
+        with b.region() as arrive:
+            b.emit("mbarrier_arrive", (), (self._bar(slot, empty=True),))
+        b.add(If(b.op("and", "pred", self._lane0(), ran), arrive.block, None, span=b.span))
+
+    def _lane0(self):
+        """True in thread 0 of each warpgroup."""
+        b, tid = self.lw.b, self.lw.sreg("tid.x")
+        return b.once(("tma.wg0",), lambda: b.op("setp", "pred", b.op(
+            "and", "b32", tid, Imm(127, "u32"), dest_type="u32"), Imm(0, "u32"), cmp="eq",
+            type="u32"))  # fmt: skip
+
     def _producer(self) -> None:
         """The producer warpgroup's loop, in its first thread: each turn waits until the
         consumers have freed the turn's stage (a fresh `empty` mbarrier passes its first
         wait), then expects its bytes and issues its boxes."""
-        lw, b = self.lw, self.lw.b
-        tid = lw.sreg("tid.x")
-        first = b.op("setp", "pred", tid, Imm(lw.threads, "u32"), cmp="eq", type="u32")
+        b = self.lw.b
         with b.region() as body:
-            slot = b.copy(Imm(0, "u32"), "u32", hint="pslot")
-            phase = b.copy(Imm(0, "u32"), "u32", hint="pphase")
-            var = b.reg(self.lo.type, self.loop.var.name)
-            with b.region() as turn:
-                empty = self._bar(slot, empty=True)
-                freed = b.op("xor", "b32", phase, Imm(1, "u32"), dest_type="u32")
-                self._wait(empty, freed)
-                self._issue(var, slot, guard=False)
-                self._advance(slot, phase)
-            b.add(For(var, self.lo, self.hi, Imm(self.step, self.lo.type), turn.block,
-                      span=b.span))  # fmt: skip
-        b.add(If(first, body.block, None, span=b.span))
+            slot, phase = self.producer_slot()
+            self.produce(self.lo, self.hi, slot, phase)
+        b.add(If(self.issuer(), body.block, None, span=b.span))
+
+    def issuer(self):
+        """True in the producer warpgroup's first thread, the one issuing the boxes."""
+        lw, b = self.lw, self.lw.b
+        return b.op("setp", "pred", lw.sreg("tid.x"), Imm(lw.threads, "u32"), cmp="eq",
+                    type="u32")  # fmt: skip
+
+    def producer_slot(self):
+        """The producer's own slot and phase registers, from the ring's first stage."""
+        b = self.lw.b
+        return (b.copy(Imm(0, "u32"), "u32", hint="pslot"),
+                b.copy(Imm(0, "u32"), "u32", hint="pphase"))  # fmt: skip
+
+    def produce(self, lo, hi, slot, phase) -> None:
+        """The producer's turns from `lo` to `hi`: each waits for its stage's `empty`
+        phase, then expects the bytes on `full` and issues the boxes."""
+        b = self.lw.b
+        var = b.reg(lo.type, self.loop.var.name)
+        with b.region() as turn:
+            empty = self._bar(slot, empty=True)
+            freed = b.op("xor", "b32", phase, Imm(1, "u32"), dest_type="u32")
+            self._wait(empty, freed)
+            self._issue(var, slot, guard=False)
+            self._advance(slot, phase)
+        b.add(For(var, lo, hi, Imm(self.step, lo.type), turn.block, span=b.span))
 
     def _invariant_operands(self) -> set[str]:
         """The shared buffers of the loop's wgmma operands that are not its ring's and that

@@ -27,8 +27,9 @@ lowers, with its three walk params holding the launch grid's block counts
 
 `ctx.block` and `ctx.blocks` read the walked block and the launch grid's counts, so
 the kernel means what it says. The ring's mbarriers go on counting phases from one
-block to the next: the slot and phase registers are the ring's, set once. Kernels
-with other shared memory, a `return`, or a producer warpgroup are not walked, nor any
+block to the next: the slot and phase registers are the ring's, set once. With a
+producer warpgroup (`PHOBOS_SPECIALIZE=1`) the walk is two (`BlockWalk.specialized`).
+Kernels with other shared memory, a `return` or `@persistent` are not walked, nor any
 under `PHOBOS_WALK=0` (each CTA one block, as before); PHOBOS_LOG=debug says why.
 
     >>> BlockWalk.__name__
@@ -42,7 +43,7 @@ import os
 
 from phobos.lower import tmastore
 from phobos.lower.builder import reg_or_imm
-from phobos.lower.cluster import cluster_of
+from phobos.lower.cluster import asked, cluster_of
 from phobos.lower.hirwalk import scalar_only, walk
 from phobos.lower.lir import Break, If, Imm, Loop, Param, Reg
 from phobos.lower.types import REG, elem_of
@@ -68,8 +69,8 @@ def _refusal(lw, body: hir.Block) -> tuple[int, str | None]:
 
     if os.environ.get("PHOBOS_WALK") == "0":
         return -1, "PHOBOS_WALK=0"
-    if getattr(lw.k.attrs, "persistent", False) or lw.specialized:
-        return -1, "@persistent, or a producer warpgroup"
+    if getattr(lw.k.attrs, "persistent", False):
+        return -1, "@persistent"
     if any(isinstance(n, hir.Return) for n in walk(body)):
         return -1, "a `return` would end the CTA's walk"
     stmts = body.stmts
@@ -125,17 +126,15 @@ class BlockWalk:
 
         lw, b = self.lw, self.lw.b
         lw.walk = self
-        nx, ny, nz = self.counts
         self.ring = TmaRing(lw, self.loop, None, _step(lw, self.loop))
+        if lw.specialized:
+            if asked(lw.k) > 1:
+                log.debug("`%s`: no clusters: a producer warpgroup feeds the ring", lw.k.name)
+            self._grid()
+            self.specialized()
+            return
         self.cluster = self.ring.cluster = cluster_of(lw, self, self.ring)
-        with b.at_prologue():
-            # the grid of the blocks walked: with clusters, of cluster blocks (x halved)
-            self.nx = nx
-            if self.cluster is not None:
-                up = b.op("add", "u32", nx, Imm(self.cluster.size - 1, "u32"), hint="cx")
-                self.nx = b.op("div", "u32", up, Imm(self.cluster.size, "u32"), hint="cx")
-            self.plane = b.op("mul", "u32", self.nx, ny, hint="plane")
-            self.total = b.op("mul", "u32", self.plane, nz, hint="blocks")
+        self._grid()
         self.ring.setup()
         first, step = ("clusterid.x", "nclusterid.x") if self.cluster else ("ctaid.x", "nctaid.x")
         n = b.copy(lw.sreg(first), "u32", hint="blk")
@@ -167,6 +166,82 @@ class BlockWalk:
             lw.tracker.barrier(force=True, cluster=True)
         log.debug("`%s`: its CTAs walk the grid's blocks, the next block's first turns "
                   "issued before the epilogue", lw.k.name)  # fmt: skip
+
+    def _grid(self) -> None:
+        """The grid of the blocks walked (with clusters, of cluster blocks: x halved),
+        its plane and its count, in the prologue."""
+        b = self.lw.b
+        nx, ny, nz = self.counts
+        with b.at_prologue():
+            self.nx = nx
+            if self.cluster is not None:
+                up = b.op("add", "u32", nx, Imm(self.cluster.size - 1, "u32"), hint="cx")
+                self.nx = b.op("div", "u32", up, Imm(self.cluster.size, "u32"), hint="cx")
+            self.plane = b.op("mul", "u32", self.nx, ny, hint="plane")
+            self.total = b.op("mul", "u32", self.plane, nz, hint="blocks")
+
+    def specialized(self) -> None:
+        """The walk with a producer warpgroup (`Plan.specialized`): the kernel's threads
+        walk the blocks running the lets, the ring's loop and the epilogue, freeing each
+        stage on its `empty` mbarrier; the producer warpgroup's first thread walks the
+        same blocks issuing their boxes, a stage as soon as it is free, the next block's
+        while the consumers' epilogue runs. Neither arm joins the other again, so
+        `setmaxnreg` moves registers from the producer to the consumers for good."""
+        from phobos.lower.tma import rebalanced
+
+        lw, b = self.lw, self.lw.b
+        ring = self.ring
+        ring.setup()
+        regs = rebalanced(lw.threads // 128)
+        with b.region() as consumer:
+            if regs is not None:
+                b.emit("setmaxnreg", action="inc", regs=regs[1])
+            self._each_block(self._consume)
+        with b.region() as producer:
+            if regs is not None:
+                b.emit("setmaxnreg", action="dec", regs=regs[0])
+            with b.region() as issuer:
+                slot, phase = ring.producer_slot()
+                self._each_block(lambda: self._produce(slot, phase))
+            b.add(If(ring.issuer(), issuer.block, None, span=b.span))
+        b.add(If(lw.consumers(), consumer.block, producer.block, span=b.span))
+        log.debug("`%s`: its CTAs walk the grid's blocks, a producer warpgroup issuing the "
+                  "boxes%s", lw.k.name,
+                  f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")  # fmt: skip
+
+    def _each_block(self, body) -> None:
+        """A loop over this CTA's blocks of the grid, `body()` lowering one."""
+        lw, b = self.lw, self.lw.b
+        n = b.copy(lw.sreg("ctaid.x"), "u32", hint="blk")
+        with lw.tracker.loop(None, False):
+            with b.region() as turn:
+                b.add(Break(b.op("setp", "pred", n, self.total, cmp="ge", type="u32")))
+                self.xyz = self.index(n)
+                body()
+                b.mov(n, b.op("add", "u32", n, lw.sreg("nctaid.x"), hint="blk"), "u32")
+            b.add(Loop(turn.block, span=b.span))
+
+    def _consume(self) -> None:
+        """The consumers' part of a block: its lets, the ring's loop, the epilogue. The
+        only shared memory of a walked kernel is the ring's (`_refusal`), and its
+        mbarriers order every access of it across blocks: no CTA barrier."""
+        self.lw.tracker.ordered()
+        self.lw.block(hir.Block(self.pre + (self.loop,)))
+        self.epilogue(False)
+
+    def _produce(self, slot, phase) -> None:
+        """The producer's turns of the current block: its scalar `let`s, then the ring's
+        loop issuing boxes (`TmaRing.produce`), the lets forgotten after."""
+        lw, b = self.lw, self.lw.b
+        saved = dict(lw.env)
+        for s in self.pre:
+            if scalar_only(s):
+                lw.stmt(s)
+        t = REG[elem_of(self.loop.var.type)]
+        lo, hi = (reg_or_imm(b, lw.value(e), t) for e in (self.loop.lo, self.loop.hi))
+        self.ring.produce(lo, hi, slot, phase)
+        lw.env.clear()
+        lw.env.update(saved)
 
     def epilogue(self, store: bool) -> None:
         """The statements after the loop, for a block of the grid: in a cluster, not for

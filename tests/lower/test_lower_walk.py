@@ -1,6 +1,8 @@
 """A GEMM's CTAs walking the launch grid's blocks (`phobos.lower.walk`): the ring set up
 once, each block's loop carrying on its slots and phases, the next block's first boxes
-issued after a barrier and before the epilogue. Pinned by the WALK lines against the lir;
+issued after a barrier and before the epilogue; or, with a producer warpgroup
+(`PHOBOS_SPECIALIZE=1`), two walks over the same blocks that never join, registers moved
+from the producer to the consumers by `setmaxnreg`. Pinned by the WALK and SPEC lines against the lir;
 held to the tile interpreter at ragged sizes in the threads interpreter with one, two
 and five CTAs walking (two by default: `interp.threads.WALKERS`), race-free; the
 launcher's side is tests/runtime/test_launch_walk.py, the card's
@@ -65,6 +67,44 @@ kernel k(A: tensor<f16>[M, K], B: tensor<f16>[K, N], C: tensor<f32>[M, N]) {
 // PTX: .param .align 64 .b8 A_tmap0[128]
 """
 
+# With a producer warpgroup: the consumers walk the blocks freeing each stage on its
+# `empty` mbarrier (the last turn's after the loop), with no CTA barrier in the walk; the
+# producer's first thread walks them issuing the boxes.
+SPEC = (
+    GEMM
+    + """
+// SPEC: walk=%blocks_x1,%blocks_y2,%blocks_z3
+// SPEC-COUNT-10: mbarrier_init
+// SPEC: fence_mbarrier_init
+// SPEC: bar 0:u32
+// SPEC-NOT: bar
+// SPEC: setmaxnreg  [action=inc, regs=232]
+// SPEC: loop {
+// SPEC: for %kt
+// SPEC: mbarrier_try_wait_parity
+// SPEC: wgmma_wait  [pending=1]
+// SPEC: mbarrier_arrive %mb
+// SPEC: {{loop end}}
+// SPEC: wgmma_wait  [pending=0]
+// SPEC: mbarrier_arrive %mb
+// SPEC: st.global.v2.f32
+// SPEC: {{loop end}}
+// SPEC: } else {
+// SPEC: setmaxnreg  [action=dec, regs=40]
+// SPEC: loop {
+// SPEC: for %kt
+// SPEC: mbarrier_try_wait_parity
+// SPEC: mbarrier_arrive_expect_tx
+// SPEC-COUNT-3: tma_load
+// SPEC: {{loop end}}
+// SPEC: {{loop end}}
+// SPEC-NOT: bar
+// PTX-SPEC: setmaxnreg.inc.sync.aligned.u32 232
+// PTX-SPEC: setmaxnreg.dec.sync.aligned.u32 40
+"""
+)
+
+
 # `ctx.block` and `ctx.blocks` in the epilogue read the walked block and the launch's
 # counts: each block writes its own index and the grid it saw, z too.
 SEEN = GEMM.replace(
@@ -119,7 +159,7 @@ def test_ctx_block_and_blocks_read_the_walked_block_and_the_launch_grid():
     "change, why",
     [
         ({"env": "PHOBOS_WALK"}, "PHOBOS_WALK=0"),
-        ({"env": "PHOBOS_SPECIALIZE"}, "@persistent, or a producer warpgroup"),
+        ({"src": ("@tensorcore", "@persistent\n@tensorcore")}, "@persistent"),
         ({"src": ("  C[pm", "  if pm > 1000 { return }\n  C[pm")}, "a `return` would end"),
     ],
 )
@@ -128,7 +168,7 @@ def test_a_kernel_not_walked_runs_a_cta_a_block_and_the_log_says_why(
 ):
     src = GEMM
     if "env" in change:
-        monkeypatch.setenv(change["env"], "0" if change["env"] == "PHOBOS_WALK" else "1")
+        monkeypatch.setenv(change["env"], "0")
     else:
         src = src.replace(*change["src"])
     with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
@@ -139,6 +179,80 @@ def test_a_kernel_not_walked_runs_a_cta_a_block_and_the_log_says_why(
     A, B = inputs("f16", (300, 64)), inputs("f16", (64, 136))
     want, got = run(hk, k, (3, 2), {"A": A, "B": B, "C": nan(300, 136)})
     agree(got, want)
+
+
+def test_a_producer_warpgroup_walks_beside_the_consumers_and_never_joins(monkeypatch):
+    monkeypatch.setenv("PHOBOS_SPECIALIZE", "1")
+    _, k = lowered(SPEC, chip="sm_90a")
+    filecheck(SPEC, text(k), prefix="SPEC")
+    filecheck(SPEC, emit_module([k], "sm_90a"), prefix="PTX-SPEC")
+    assert k.threads == 384 and len(ops(k, "bar")) == 1  # the inits', before the arms
+    ptxas_clean(k, "sm_90a")
+
+
+@pytest.mark.parametrize("walkers", [1, 2, 5])
+@pytest.mark.parametrize("m, n, kk", [(1100, 136, 200), (300, 264, 16), (130, 40, 64)])
+def test_a_producer_warpgroups_walk_agrees_with_the_tile_interpreter(
+    m, n, kk, walkers, monkeypatch
+):
+    # As the walk above: blocks over walkers, one short turn, idle walkers; the producer
+    # runs ahead into the next block's stages while the consumers store this one.
+    monkeypatch.setenv("PHOBOS_SPECIALIZE", "1")
+    monkeypatch.setattr(threads, "WALKERS", walkers)
+    hk, k = lowered(GEMM, chip="sm_90a")
+    assert k.walk and k.threads == 384
+    A, B = inputs("f16", (m, kk)), inputs("f16", (kk, n))
+    want, got = run(hk, k, (-(-m // 128), -(-n // 128)), {"A": A, "B": B, "C": nan(m, n)})
+    agree(got, want, rtol=1e-4, atol=1e-4)
+    ref = A[0].astype(np.float64) @ B[0].astype(np.float64)
+    np.testing.assert_allclose(got["C"], ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ct", ["f32", "f16"])
+def test_a_producer_warpgroups_walk_fuses_the_epilogue_and_reads_the_walked_block(ct, monkeypatch):
+    monkeypatch.setenv("PHOBOS_SPECIALIZE", "1")
+    hk, k = lowered(epilogue(ct), chip="sm_90a")
+    assert k.walk and k.threads == 384 and not ops(k, "tma_store")  # its stages are refilled
+    m, n, kk = 300, 264, 72
+    A, B = inputs("f16", (m, kk)), inputs("f16", (kk, n))
+    dt = np.float16 if ct == "f16" else np.float32
+    C = np.random.default_rng(3).standard_normal((m, n)).astype(dt)
+    want, got = run(
+        hk, k, (3, 3), {"A": A, "B": B, "C": (C, C.copy())}, {"alpha": 0.5, "beta": -2.0}
+    )
+    agree(got, want, rtol=2e-3 if ct == "f16" else 1e-4, atol=2e-3 if ct == "f16" else 1e-4)
+    hk, k = lowered(SEEN, chip="sm_90a")
+    G = np.full((2, 3, 2), -1, np.int32)
+    A, B = inputs("f16", (300, 64)), inputs("f16", (64, 136))
+    want, got = run(hk, k, (3, 2, 2), {"A": A, "B": B, "C": nan(300, 136), "G": (G, G.copy())})
+    agree(got, want)
+    assert (got["G"] == 3 * 10000 + 2 * 100 + 2).all()
+
+
+def test_the_hgemm_example_with_a_producer_warpgroup_rebalances_without_a_spill(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    monkeypatch.setenv("PHOBOS_SPECIALIZE", "1")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from examples.hgemm import hgemm, hgemm_h
+
+    built = hgemm.variant(TILE_N=256, TILE_K=64, T=256).compile(chip="sm_90a")
+    assert built.lir.walk and built.lir.threads == 384 and ".local" not in built.ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in built.ptx
+    ptxas_clean(built.lir, "sm_90a")
+    m, n, kk = 256, 512, 320  # four blocks on two walkers, five turns a block
+    A, B = inputs("f16", (m, kk)), inputs("f16", (kk, n))
+    want, got = run(built.hir, built.lir, (2, 2), {"A": A, "B": B, "C": nan(m, n)})
+    agree(got, want, rtol=1e-4, atol=1e-4)
+    # An f16 C leaves from registers: the TMA store's panels would be stages the
+    # producer is refilling with the next block's boxes.
+    built = hgemm_h.variant(TILE_N=256, TILE_K=64, T=256).compile(chip="sm_90a")
+    assert built.lir.walk and not ops(built.lir, "tma_store") and not ops(built.lir, "stmatrix")
+    ptxas_clean(built.lir, "sm_90a")
+    C = np.full((m, n), np.nan, np.float16)
+    want, got = run(built.hir, built.lir, (2, 2), {"A": A, "B": B, "C": (C, C.copy())})
+    agree(got, want, rtol=2e-3, atol=2e-3)
 
 
 def test_a_kernel_without_a_tma_ring_is_not_walked():
