@@ -8,9 +8,11 @@ mma.sync) against cuBLAS (torch.mm, f32 accumulation) and Triton (a plain tiled
 `torch._int_mm` (cuBLASLt), 4096^3.
 
     python benchmarks/tensorcore.py [--out FILE] [--quick] [--only f16|bf16|i8|f16c ...]
-                                    [--tile 128x256x64/256 ...] [--models]
+                                    [--tile 128x256x64/256 ...] [--models] [--producer]
 
-`--models` adds the model shapes (`MODEL_SHAPES`, M x N x K). `f16c` is `hgemm_h`, the
+`--producer` times each tile of two warpgroups a second way, with a producer warpgroup
+walking the blocks beside the consumers and setmaxnreg moving registers to them
+(`PHOBOS_SPECIALIZE=1`; the rows "... producer"). `--models` adds the model shapes (`MODEL_SHAPES`, M x N x K). `f16c` is `hgemm_h`, the
 f16 GEMM writing an f16 C as cuBLAS and Triton do (the rows marked "(f16 C)"); `f16acc`
 is `hgemm_hh`, which also sums in f16 (ours; "(f16 sums)", not in the default set: its
 peers still sum in f32).
@@ -82,10 +84,27 @@ def _label(name: str, shape) -> str:
     return f"gemm {name} {m}^3" if m == n == k else f"gemm {name} {m}x{n}x{k}"
 
 
-def rows_for(dtype, kernel, shapes, rows, tiles=TILES, out_dtype=torch.float32, sums="f32"):
+def with_producer(kernel, constants: dict):
+    """`kernel`'s variant compiled with a producer warpgroup (`PHOBOS_SPECIALIZE=1`: its
+    walk beside the consumers', setmaxnreg moving registers to them), as a launch taking
+    (grid, args)."""
+    from benchmarks.attention_f16 import under
+    from phobos.runtime.launch_gpu import GpuKernel
+
+    built = under({"PHOBOS_SPECIALIZE": "1"},
+                  lambda: kernel.variant(**constants).compile(chip="sm_90a"))  # fmt: skip
+    assert built.lir.threads == constants["T"] + 128, "the switch did not take"
+    gpu = GpuKernel(built.contract, built.ptx)
+    return lambda grid: lambda *args: gpu.launch(grid, args)
+
+
+def rows_for(
+    dtype, kernel, shapes, rows, tiles=TILES, out_dtype=torch.float32, sums="f32", producer=False
+):
     """One row a shape: cuBLAS, Triton and `kernel` at each of `tiles`, its result
     `out_dtype` (f32, or f16 as `hgemm_h` writes it: the bytes cuBLAS writes); `sums`
-    "f16" for `hgemm_hh`, which sums in f16 (its tiles TILE_N alone)."""
+    "f16" for `hgemm_hh`, which sums in f16 (its tiles TILE_N alone); `producer`: each
+    tile of two warpgroups also with a producer warpgroup (`with_producer`)."""
     name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
     if out_dtype != torch.float32:
         name += " (f16 C)" if sums == "f32" else " (f16 sums)"
@@ -107,18 +126,22 @@ def rows_for(dtype, kernel, shapes, rows, tiles=TILES, out_dtype=torch.float32, 
             if sums == "f16" and (tk, t) != (64, 256):
                 continue  # hgemm_hh: 64-deep k slices on two warpgroups
             constants = dict(TILE_N=tn) if sums == "f16" else dict(TILE_N=tn, TILE_K=tk, T=t)
-            launch = kernel.variant(**constants)[(m // tm, n // tn)]
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
-            launch(a, b, c)
-            torch.cuda.synchronize()
-            err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
-            # f32 sums of exact products: only the order differs (then f16's rounding);
-            # f16 sums round each k step's partial sum (K / 16 roundings of f16's 2^-11)
-            bound = 1e-4 if out_dtype == torch.float32 else 1e-3 if sums == "f32" else 2e-2
-            if not err < bound:
-                print(f"hgemm {name} {m}x{n}x{k} {tm}x{tn}x{tk}/{t}: wrong, relative error {err}")
-                continue
-            fns[f"phobos {tm}x{tn}x{tk}/{t}"] = lambda launch=launch, a=a, b=b, c=c: launch(a, b, c)
+            forms = {"": kernel.variant(**constants)[(m // tm, n // tn)]}
+            if producer and t == 256 and sums == "f32":
+                forms[" producer"] = with_producer(kernel, constants)((m // tm, n // tn))
+            for form, launch in forms.items():
+                c = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
+                launch(a, b, c)
+                torch.cuda.synchronize()
+                err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+                # f32 sums of exact products: only the order differs (then f16's rounding);
+                # f16 sums round each k step's partial sum (K / 16 roundings of f16's 2^-11)
+                bound = 1e-4 if out_dtype == torch.float32 else 1e-3 if sums == "f32" else 2e-2
+                label = f"phobos {tm}x{tn}x{tk}/{t}{form}"
+                if not err < bound:
+                    print(f"hgemm {name} {m}x{n}x{k} {label}: wrong, relative error {err}")
+                    continue
+                fns[label] = lambda launch=launch, a=a, b=b, c=c: launch(a, b, c)
         rows.append(_row(_label(name, (m, n, k)), 2.0 * m * n * k, in_turns(fns), "cuBLAS"))
         timed = rows[-1]["timed"]
         ours = rows[-1]["ours"]
@@ -177,6 +200,8 @@ def main() -> None:
     ap.add_argument("--tile", action="append", type=_tile, help="MxNxK/T, one of TILES")
     ap.add_argument("--models", action="store_true", help="also the model shapes, f16 and bf16")
     ap.add_argument("--shape", action="append", type=_shape, help="MxNxK, instead of the squares")
+    ap.add_argument("--producer", action="store_true",
+                    help="also each two-warpgroup tile with a producer warpgroup")  # fmt: skip
     args = ap.parse_args()
     tiles = args.tile or TILES
     only = set(args.only or ["f16", "bf16", "i8", "f16c"])  # f16acc when asked
@@ -187,11 +212,11 @@ def main() -> None:
         shapes += MODEL_SHAPES
     rows: list = []
     if "f16" in only:
-        rows_for(torch.float16, hgemm, shapes, rows, tiles)
+        rows_for(torch.float16, hgemm, shapes, rows, tiles, producer=args.producer)
     if "bf16" in only:
-        rows_for(torch.bfloat16, hgemm_bf16, shapes, rows, tiles)
+        rows_for(torch.bfloat16, hgemm_bf16, shapes, rows, tiles, producer=args.producer)
     if "f16c" in only:
-        rows_for(torch.float16, hgemm_h, shapes, rows, tiles, torch.float16)
+        rows_for(torch.float16, hgemm_h, shapes, rows, tiles, torch.float16, producer=args.producer)
     if "f16acc" in only:
         rows_for(torch.float16, hgemm_hh, shapes, rows, tiles, torch.float16, sums="f16")
     if "i8" in only:
