@@ -1,10 +1,13 @@
 """Every Python and Phobos fence of the docs and the README is compiled.
 
 A `python` fence must translate cleanly, `python expect-error` must be refused, and
-`python fragment` is not compiled. A `ph` fence must parse cleanly.
+`python fragment` is not compiled. A `ph` fence must parse cleanly. A `python run`
+fence is also run, from the repository's root (its examples importable), on the CPU.
 """
 
 import re
+import runpy
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +50,19 @@ def test_fence_compiles(lang, info, body):
         assert errors, "this fence is marked expect-error but compiles"
     else:
         assert not errors, [d.message for d in errors]
+
+
+RUN = [p for p in FENCES if p.values[1] == "run"]
+
+
+def test_some_fences_run():
+    assert RUN
+
+
+@pytest.mark.parametrize(("lang", "info", "body"), RUN)
+def test_run_fence_runs(lang, info, body, tmp_path, monkeypatch):
+    monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "path", [str(ROOT), *sys.path])
+    path = tmp_path / "fence.py"
+    path.write_text(body)
+    runpy.run_path(str(path), run_name="fence")

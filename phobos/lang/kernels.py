@@ -89,23 +89,48 @@ def _translation(path: str, text: str) -> Translation:
 def _item_of(func, kind: str) -> tuple[Translation, ItemInfo]:
     """The translation of `func`'s module and `func`'s own item in it."""
     func = inspect.unwrap(func)
-    if not inspect.isfunction(func) or inspect.iscoroutinefunction(func):
+    if not inspect.isfunction(func):
         raise TypeError(f"@ph.{kind} applies to a plain def, not {func!r}")
     path, text = source_of(func)
     translation = _translation(path, text)
     line = func.__code__.co_firstlineno
     named = [i for i in translation.items if i.kind == kind and i.name == func.__name__]
     here = [i for i in named if i.first_line <= line <= i.line]
+    if inspect.iscoroutinefunction(func):
+        here = named = []  # the translation refuses an `async def` (E0115)
     if len(here) == 1:
         return translation, here[0]
     if len(named) == 1:
         return translation, named[0]
     if not named and any(d.code == "E0100" for d in translation.diagnostics):
         raise KernelCompileError(translation.diagnostics)
+    # The def's own refusals (both decorators on it, `async`, ...), at its lines.
+    mine = _diagnostics_of(func, path, text, translation)
+    if mine:
+        raise KernelCompileError(mine)
+    if inspect.iscoroutinefunction(func):
+        raise TypeError(f"@ph.{kind} applies to a plain def, not the `async def` {func.__name__}")
     raise OSError(
         f"cannot find the @ph.{kind} `{func.__name__}` in {path}: was the file edited "
         "since it was imported?"
     )
+
+
+def _diagnostics_of(func, path: str, text: str, translation: Translation) -> list:
+    """The translation's errors on `func`'s lines (its decorators to its last line)."""
+    try:
+        lines, first = inspect.getsourcelines(func)
+    except (OSError, TypeError):
+        return []
+    last = first + len(lines) - 1
+    source = SourceFile(path, text)
+    return [
+        d
+        for d in translation.diagnostics
+        if d.severity == "error"
+        and d.span is not None
+        and first <= source.line_col(d.span.start)[0] <= last
+    ]
 
 
 def _visible_fns(translation: Translation, info: ItemInfo) -> list[ItemInfo]:

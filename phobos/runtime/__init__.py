@@ -11,6 +11,8 @@ from phobos.runtime.binding import ArrayInfo, Bound, bind, bind_kernel, describe
 from phobos.runtime.errors import (
     ArgumentTypeError,
     ArgumentValueError,
+    DriverUnavailable,
+    GpuUnavailable,
     GridError,
     LaunchError,
     LaunchUnavailable,
@@ -22,6 +24,8 @@ __all__ = [
     "ArgumentValueError",
     "ArrayInfo",
     "Bound",
+    "DriverUnavailable",
+    "GpuUnavailable",
     "GridError",
     "LaunchError",
     "LaunchUnavailable",
