@@ -10,7 +10,8 @@ change between launches of one signature (a pointer's alignment, a scalar's rang
 grid), and calls the driver. Anything unusual falls back to the whole path, which
 raises the error a user should see: an interface dict whose entries are not exactly of
 the types binding takes (an extent `64.0` or `True` equals 64 or 1 in a key, so the
-key alone cannot tell), a mask, a pointer that is not a positive int. A kernel walking
+key alone cannot tell), a mask, a pointer that is not a positive int, a `<V2` typestr
+(bf16 only by the `descr` or `dtype` binding reads). A kernel walking
 the grid's blocks has its block counts written on every launch (the grid may change) and runs the CTAs the whole path
 would: min(blocks, CTAs the card holds), the card's count taken once per plan. One of
 clusters (`KernelContract.cluster` > 1) runs a cluster per cluster block as the whole
@@ -98,6 +99,9 @@ def _read(args, tensor_slots):
                 return None
             if cai.get("mask") is not None:
                 return None
+            typestr = cai["typestr"]
+            if type(typestr) is not str or typestr[1:2] == "V":
+                return None  # `<V2` is bf16 only by its descr or dtype: bound fully
             for n in shape:
                 if type(n) is not int:
                     return None
@@ -107,7 +111,7 @@ def _read(args, tensor_slots):
                 for n in strides:
                     if type(n) is not int:
                         return None
-            key.append((t, cai["typestr"], shape, strides, readonly))
+            key.append((t, typestr, shape, strides, readonly))
             pointers.append(ptr)  # its type and value checked by `Plan.launch`
     return tuple(key), pointers
 

@@ -273,3 +273,27 @@ def test_a_torch_like_pointer_that_is_not_an_int_takes_the_whole_path(kernel):
     gpu.launch((1,), (Odd(0x10000), 1.0))
     gpu.launch((1,), (Odd(0x30000), 1.0))  # the plan gets 196608.0: the whole path binds
     assert struct.unpack("<Q", fake.launches[-1]["slots"][0])[0] == 0x30000
+
+
+def test_a_bare_v2_array_after_a_bf16_one_is_refused_on_the_fast_path_too(tmp_path, monkeypatch):
+    # bf16 has no typestr of its own: `<V2` is bf16 only by its `descr` (or `dtype`), which
+    # the signature must therefore read too, or an array of two opaque bytes an element
+    # would take the plan a bf16 launch made.
+    monkeypatch.setenv("PHOBOS_CACHE_DIR", str(tmp_path))
+    previous = cuda.use_library(FakeDriver())
+    try:
+        contract = KernelContract.build(
+            "half", [("x", "tensor", ("bf16", ("N",)))], dyn_dims=("N",), chip="sm_90",
+            fingerprint="test",
+        )  # fmt: skip
+        gpu = GpuKernel(contract, PTX)
+        bf16 = DeviceArray(64, 0x10000, "<V2")
+        bf16.__cuda_array_interface__["descr"] = [("bfloat16", "<V2")]
+        gpu.launch((1,), (bf16,))
+        gpu.launch((1,), (bf16,))  # the plan's signature
+        bare = DeviceArray(64, 0x10000, "<V2")
+        bare.__cuda_array_interface__["descr"] = [("", "<V2")]
+        with pytest.raises(ArgumentTypeError, match="`x`"):
+            gpu.launch((1,), (bare,))
+    finally:
+        cuda.use_library(previous)
