@@ -114,6 +114,7 @@ class Lowering:
         self.wgmma_pending = 0  # wgmma groups a product leaves in flight (a TMA ring's lag - 1)
         self.rings = 0  # TMA rings set up so far: each after the first reuses the mbarriers
         self.walk = None  # the CTAs' walk over the grid's blocks (`phobos.lower.walk`)
+        self.fed = None  # (loop, its TmaRing) a producer warpgroup feeds (`specialized_body`)
         variant = dict(k.variant)
         aligned = getattr(k.attrs, "aligned", None) or {}
         self.aligned = {
@@ -453,15 +454,57 @@ class Lowering:
         if not self.specialized:
             self.block(blk)
             return
-        from phobos.lower.tma import staged_by_tma
+        self.specialized_body(blk)
 
-        for s in blk.stmts:
-            if scalar_only(s) or (isinstance(s, hir.For) and staged_by_tma(self, s)):
+    def specialized_body(self, blk: hir.Block) -> None:
+        """A kernel body with a producer warpgroup, not walked: the statements before
+        the ring's loop in the consumers alone (the scalar `let`s in every thread),
+        the ring set up by the whole CTA, then one `if` whose arms never join again:
+        the consumers run the loop and every statement after it, the producer
+        warpgroup's first thread the loop's boxes; `setmaxnreg` moves registers from
+        the one to the other (`tma.rebalanced`)."""
+        from phobos.lower.tma import TmaRing, rebalanced, staged_by_tma
+        from phobos.lower.walk import _step
+
+        b = self.b
+        stmts = blk.stmts
+        at = next(
+            i for i, s in enumerate(stmts) if isinstance(s, hir.For) and staged_by_tma(self, s)
+        )
+        for s in stmts[:at]:
+            if scalar_only(s):
                 self.stmt(s)
                 continue
-            with self.b.region() as body:
+            with b.region() as body:
                 self.stmt(s)
-            self.b.add(lir.If(self.consumers(), body.block, None, span=s.span))
+            b.add(lir.If(self.consumers(), body.block, None, span=s.span))
+        loop = stmts[at]
+        step = _step(self, loop)
+        if step is None:
+            raise NotLowered("a TMA ring a producer warpgroup feeds steps by a constant "
+                             "(PHOBOS_SPECIALIZE=1)", loop.span)  # fmt: skip
+        ring = TmaRing(self, loop, None, step)
+        ring.setup()
+        self.fed = (loop, ring)
+        regs = rebalanced(self.threads // 128)
+        with b.region() as consumer:
+            if regs is not None:
+                b.emit("setmaxnreg", action="inc", regs=regs[1])
+            for s in stmts[at:]:
+                self.stmt(s)
+        with b.region() as producer:
+            if regs is not None:
+                b.emit("setmaxnreg", action="dec", regs=regs[0])
+            t = REG[elem_of(loop.var.type)]
+            with b.region() as issuer:
+                lo, hi = (reg_or_imm(b, self.value(e), t) for e in (loop.lo, loop.hi))
+                slot, phase = ring.producer_slot()
+                ring.produce(lo, hi, slot, phase)
+            b.add(lir.If(ring.issuer(), issuer.block, None, span=loop.span))
+        b.add(lir.If(self.consumers(), consumer.block, producer.block, span=loop.span))
+        log.debug("`%s`: a producer warpgroup issues the TMA ring's loads (%d threads a "
+                  "CTA)%s", self.k.name, self.launch_threads,
+                  f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")  # fmt: skip
 
     def stmt(self, s: hir.Stmt) -> None:
         saved = self.b.span
@@ -609,6 +652,10 @@ class Lowering:
         wanted = os.environ.get("PHOBOS_PREFETCH", "1") != "0"  # off: to measure its gain
         if self.walk is not None and s is self.walk.loop:
             ring = pre = self.walk.ring  # set up before the first block, its phases carried
+            ring.hi = hi
+            ring.enter(lo)
+        elif self.fed is not None and s is self.fed[0]:
+            ring = pre = self.fed[1]  # set up by the whole CTA, a producer feeding it
             ring.hi = hi
             ring.enter(lo)
         elif not varying and isinstance(step, Imm) and int(step.value) > 0:

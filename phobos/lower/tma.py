@@ -315,26 +315,15 @@ class TmaRing:
                 b.emit("wgmma_wait", pending=0)
                 self._unpack()
             return
-        if self.lw.walk is not None:
-            # Walked, the consumers' arm is the whole walk (`BlockWalk.specialized`): the
-            # last turn's stage freed once its group retires, as the next block's first
-            # turn frees none.
-            if self.lag == 2:
-                b.emit("wgmma_wait", pending=0)
-                self._unpack()
+        # The consumers' arm holds the loop (`BlockWalk.specialized`,
+        # `Lowering.specialized_body`), the producer's its boxes.
+        if self.lag == 2:
+            b.emit("wgmma_wait", pending=0)
+            self._unpack()
+            if self.lw.walk is not None:
+                # the last turn's stage freed once its group retires, as the next
+                # block's first turn frees none
                 self._free_last()
-            return
-        loop = b.stack[-1].pop()
-        with b.region() as consumer:
-            b.add(loop)
-            if self.lag == 2:
-                b.emit("wgmma_wait", pending=0)
-                self._unpack()
-        with b.region() as producer:
-            self._producer()
-        b.add(If(self.lw.consumers(), consumer.block, producer.block, span=b.span))
-        log.debug("`%s`: a producer warpgroup issues the TMA ring's loads (%d threads a CTA)",
-                  self.lw.k.name, self.lw.launch_threads)  # fmt: skip
 
     def _unpack(self) -> None:
         """The f16 accumulators' elements back from their pairs (`enter`)."""
@@ -361,16 +350,6 @@ class TmaRing:
         return b.once(("tma.wg0",), lambda: b.op("setp", "pred", b.op(
             "and", "b32", tid, Imm(127, "u32"), dest_type="u32"), Imm(0, "u32"), cmp="eq",
             type="u32"))  # fmt: skip
-
-    def _producer(self) -> None:
-        """The producer warpgroup's loop, in its first thread: each turn waits until the
-        consumers have freed the turn's stage (a fresh `empty` mbarrier passes its first
-        wait), then expects its bytes and issues its boxes."""
-        b = self.lw.b
-        with b.region() as body:
-            slot, phase = self.producer_slot()
-            self.produce(self.lo, self.hi, slot, phase)
-        b.add(If(self.issuer(), body.block, None, span=b.span))
 
     def issuer(self):
         """True in the producer warpgroup's first thread, the one issuing the boxes."""

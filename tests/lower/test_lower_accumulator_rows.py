@@ -120,7 +120,10 @@ def test_row_reductions_of_an_accumulator(elem, m, n, caplog):
     A, B = inputs(elem, (m, 64)), inputs(elem, (n, 64))
     grid = (-(-m // 64),)
     want, got = run(hk, k, grid, {"A": A, "B": B, "R": nan(m, 1), "S": nan(m, 1)})
-    agree(got, want, outputs=("R", "S"))
+    agree(got, want, outputs=("R",))
+    # A row's 128 products summed in another order by each interpreter: a cancelling row
+    # differs by more than f32's last bit.
+    agree(got, want, rtol=1e-4, atol=1e-4, outputs=("S",))
     s = A[0].astype(np.float64) @ B[0].astype(np.float64).T
     s = np.concatenate([s, np.zeros((m, max(0, 128 - n)))], axis=1)  # zeros read past N
     np.testing.assert_allclose(got["R"][:, 0], s.max(axis=1), rtol=1e-5, atol=1e-5)

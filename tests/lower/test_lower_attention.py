@@ -161,3 +161,66 @@ def test_the_causal_examples_two_rings_on_sm_90a_are_race_free():
     inputs = races.make_inputs(checked, built.lir, seed=3, ragged=True)
     report, _, _ = races.run(checked, built.lir, inputs)
     assert report.race_free, report.format_races()
+
+
+def _examples_attention(d: int, bc: int) -> str:
+    """examples/attention.py's kernel at one variant, one CTA an SM (`@launch(256)`):
+    room for a producer warpgroup's 128 threads beside the two consumer warpgroups."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from examples.attention import attention
+
+    src = attention.source.replace("@launch(256, 2)", "@launch(256)")
+    space = "@autotune(G in [1, 8], D in [64, 128], BC in [64, 128])"
+    assert space in src
+    return src.replace(space, f"@autotune(G in [1], D in [{d}], BC in [{bc}])")
+
+
+# With a producer warpgroup (PHOBOS_SPECIALIZE=1) the kernel is two arms that never join:
+# the consumers run the loop and the epilogue, the producer's first thread the K and V
+# boxes; setmaxnreg gives the consumers 232 registers each.
+SPECIALIZED = """
+// SPEC: bar 0:u32
+// SPEC: setmaxnreg  [action=inc, regs=232]
+// SPEC: for %kt
+// SPEC-NOT: bar 0:u32
+// SPEC: mbarrier_try_wait_parity
+// SPEC: wgmma_mma
+// SPEC: mbarrier_arrive %mb
+// SPEC: {{loop end}}
+// SPEC: st.global
+// SPEC: } else {
+// SPEC: setmaxnreg  [action=dec, regs=40]
+// SPEC: for %kt
+// SPEC: mbarrier_try_wait_parity
+// SPEC: mbarrier_arrive_expect_tx
+// SPEC: tma_load
+// SPEC: {{loop end}}
+// SPEC-NOT: st.global
+"""
+
+
+@pytest.mark.parametrize("d, bc", [(64, 128), (128, 128)])
+def test_attention_with_a_producer_warpgroup_rebalances_registers(d, bc, monkeypatch):
+    from filecheck import filecheck
+    from lowerkit import text
+
+    monkeypatch.setenv("PHOBOS_SPECIALIZE", "1")
+    hk, k = lowered(_examples_attention(d, bc), "attention", chip="sm_90a")
+    assert k.threads == 384 and len(ops(k, "setmaxnreg")) == 2
+    filecheck(SPECIALIZED, text(k), prefix="SPEC")
+    ptxas_clean(k, "sm_90a")  # D 128, BC 128 too: no spill, where two CTAs an SM spill
+    if d == 128:
+        return  # the threads interpreter runs the D 64 form below
+    heads, s = 2, 256  # two query tiles a head, two key tiles a query tile
+    Q = inputs("f16", (heads * s, d))
+    K, V = (inputs("f16", (heads * s, d)) for _ in range(2))
+    want, got = run(hk, k, (s // 128, heads), {"Q": Q, "K": K, "V": V, "O": nan(heads * s, d)},
+                    {"S": s, "scale": d**-0.5})  # fmt: skip
+    agree(got, want, rtol=2e-3, atol=2e-3, outputs=("O",))
+    for h in range(heads):
+        r = slice(h * s, (h + 1) * s)
+        q, kk, v = (x[0].astype(np.float64)[r] for x in (Q, K, V))
+        np.testing.assert_allclose(got["O"][r], reference(q, kk, v, d**-0.5, False),
+                                   rtol=3e-3, atol=3e-3)  # fmt: skip
