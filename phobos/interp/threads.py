@@ -194,6 +194,21 @@ def _acquires(block: lir.Block, inside: bool) -> bool:
     return False
 
 
+def _barrier_regs(block: lir.Block) -> list:
+    """The registers naming the barriers `block` waits at (a `bar.sync` by register)."""
+    found: list = []
+    for item in block.items:
+        if isinstance(item, lir.Inst):
+            if (item.op == "bar" and not item.attr("arrive") and item.srcs
+                    and isinstance(item.srcs[0], lir.Reg) and item.srcs[0] not in found):  # fmt: skip
+                found.append(item.srcs[0])
+        for sub in ("then", "orelse", "body"):
+            inner = getattr(item, sub, None)
+            if isinstance(inner, lir.Block):
+                found += [r for r in _barrier_regs(inner) if r not in found]
+    return found
+
+
 def _run_coresident(launch: _Launch, full, check_races: bool, size: int, limit: int):
     """Every CTA of a kernel that spins on another's writes (`spins`), side by side as
     strands of one scheduler, as a co-resident (`@persistent`) grid runs on the card: a
@@ -276,6 +291,7 @@ class _Launch:
         self.barriers = 0
         self.coresident = False  # every CTA side by side (`_run_coresident`)
         self.spinning: dict[int, bool] = {}  # a `Loop`'s id -> whether it waits on global
+        self.barrier_regs: dict[int, list] = {}  # a `For`'s id -> `_barrier_regs` of its body
 
 
 class _Loop:
@@ -434,6 +450,33 @@ class _CTA(
             )
 
     def for_(self, item: lir.For, eff) -> None:
+        """Run a `for` for the threads of `eff`. Where the kernel runs strands and the
+        body waits at barriers its threads name by a register (warpgroups taking turns,
+        `phobos.lower.pingpong`), the threads naming different barriers run the loop as
+        strands of their own, as their warps would: in lockstep, one group would wait
+        at its barrier for an arrival only the other group, held in the same step, could
+        make."""
+        if self.strands is not None:
+            groups = self._by_barrier(item, eff)
+            if len(groups) > 1:
+                self.strands.fork([lambda g=g: self._for(item, g) for g in groups])
+                return
+        self._for(item, eff)
+
+    def _by_barrier(self, item: lir.For, eff) -> list:
+        """`eff` split by the values of the registers naming the body's barriers."""
+        regs = self.launch.barrier_regs.get(id(item))
+        if regs is None:
+            regs = self.launch.barrier_regs[id(item)] = _barrier_regs(item.body)
+        if not regs:
+            return [eff]
+        keys = np.stack([self.value(r, "u32") for r in regs], axis=1)
+        groups = []
+        for key in np.unique(keys[eff], axis=0):
+            groups.append(eff & (keys == key).all(axis=1))
+        return groups
+
+    def _for(self, item: lir.For, eff) -> None:
         var, t = item.var, item.var.type
         self.write(var, self.value(item.lo, t), t, eff)
         frame = _Loop(self.T)

@@ -34,7 +34,17 @@ from contextlib import contextmanager
 from math import gcd
 
 from phobos.diagnostics.diagnostic import Diagnostic
-from phobos.lower import attend, lir, memory, passes, placement, scalars, staging, statements
+from phobos.lower import (
+    attend,
+    lir,
+    memory,
+    passes,
+    pingpong,
+    placement,
+    scalars,
+    staging,
+    statements,
+)
 from phobos.lower.barriers import Tracker
 from phobos.lower.builder import Builder, reg_or_imm
 from phobos.lower.errors import NotLowered
@@ -490,7 +500,12 @@ class Lowering:
         with b.region() as consumer:
             if regs is not None:
                 b.emit("setmaxnreg", action="inc", regs=regs[1])
-            for s in stmts[at:]:
+            self.stmt(loop)
+            items = b.stack[-1]
+            found = [i for i, item in enumerate(items) if isinstance(item, lir.For)]
+            if found:
+                pingpong.take_turns(self, items, found[-1])
+            for s in stmts[at + 1 :]:
                 self.stmt(s)
         with b.region() as producer:
             if regs is not None:

@@ -15,6 +15,8 @@ import test_lower_accumulator_rows as rows
 from lowerkit import lowered, ops, ptxas_clean
 from mmakit import agree, inputs, nan, run
 
+from phobos.lower.lir import Imm
+
 # One head (tests/lower/test_lower_accumulator_rows.py's kernel over f16): the loop's
 # bound stops at the query tile's last row, the mask cuts the diagonal tile (and, read
 # as zeros past N, the ragged last one).
@@ -179,14 +181,20 @@ def _examples_attention(d: int, bc: int) -> str:
 
 # With a producer warpgroup (PHOBOS_SPECIALIZE=1) the kernel is two arms that never join:
 # the consumers run the loop and the epilogue, the producer's first thread the K and V
-# boxes; setmaxnreg gives the consumers 232 registers each.
+# boxes; setmaxnreg gives the consumers 232 registers each; the two consumer warpgroups
+# take turns at the tensor cores on named barriers 2 and 3 (`phobos.lower.pingpong`).
 SPECIALIZED = """
 // SPEC: bar 0:u32
 // SPEC: setmaxnreg  [action=inc, regs=232]
+// SPEC: bar 2:u32, 256:u32  [arrive=1]
 // SPEC: for %kt
 // SPEC-NOT: bar 0:u32
 // SPEC: mbarrier_try_wait_parity
+// SPEC: bar %bid
+// SPEC: wgmma_fence
 // SPEC: wgmma_mma
+// SPEC: wgmma_commit
+// SPEC: 256:u32  [arrive=1]
 // SPEC: mbarrier_arrive %mb
 // SPEC: {{loop end}}
 // SPEC: st.global
@@ -224,3 +232,48 @@ def test_attention_with_a_producer_warpgroup_rebalances_registers(d, bc, monkeyp
         q, kk, v = (x[0].astype(np.float64)[r] for x in (Q, K, V))
         np.testing.assert_allclose(got["O"][r], reference(q, kk, v, d**-0.5, False),
                                    rtol=3e-3, atol=3e-3)  # fmt: skip
+
+
+def test_warpgroups_that_take_turns_hang_in_the_interpreter_without_the_first_arrival(
+    monkeypatch,
+):
+    # Warpgroup 1's arrival before the loop lets warpgroup 0 take the first turn: without
+    # it both wait for good, and the threads interpreter says so rather than running on.
+    import dataclasses
+
+    from phobos.interp import InterpError
+    from phobos.lower import lir
+
+    monkeypatch.setenv("PHOBOS_SPECIALIZE", "1")
+    hk, k = lowered(_examples_attention(64, 128), "attention", chip="sm_90a")
+
+    def first_arrival(i) -> bool:
+        return (isinstance(i, lir.If) and len(i.then.items) == 1
+                and isinstance(i.then.items[0], lir.Inst) and i.then.items[0].op == "bar"
+                and i.then.items[0].attr("arrive") and isinstance(i.then.items[0].srcs[0], Imm))  # fmt: skip
+
+    def drop(block):
+        items = []
+        for i in block.items:
+            if first_arrival(i):
+                continue
+            for sub in ("then", "orelse", "body"):
+                inner = getattr(i, sub, None)
+                if isinstance(inner, lir.Block):
+                    i = dataclasses.replace(i, **{sub: drop(inner)})
+            items.append(i)
+        return lir.Block(tuple(items))
+
+    broken = dataclasses.replace(k, body=drop(k.body))
+    assert len(ops(broken, "bar")) == len(ops(k, "bar")) - 1
+    Q, K, V = (inputs("f16", (256, 64)) for _ in range(3))
+    with pytest.raises(InterpError, match="hangs"):
+        run(hk, broken, (2, 1), {"Q": Q, "K": K, "V": V, "O": nan(256, 64)},
+            {"S": 256, "scale": 0.125})  # fmt: skip
+
+
+def test_pingpong_0_leaves_the_warpgroups_free(monkeypatch):
+    monkeypatch.setenv("PHOBOS_SPECIALIZE", "1")
+    monkeypatch.setenv("PHOBOS_PINGPONG", "0")
+    _, k = lowered(_examples_attention(64, 128), "attention", chip="sm_90a")
+    assert not [i for i in ops(k, "bar") if i.srcs and not isinstance(i.srcs[0], Imm)]
