@@ -214,7 +214,9 @@ class TmaRing:
         if self.lag == 2:
             for st in self.loop.body.stmts:
                 tile = lw.tiles.get(getattr(getattr(st, "target", None), "sym", None))
-                if self._summed(st) and tile is not None and tile.elem == "f16":
+                # (an accumulator summed twice a turn is packed once)
+                if (self._summed(st) and tile is not None and tile.elem == "f16"
+                        and all(t is not tile for t in self.words)):  # fmt: skip
                     tile.words = pack(lw.b, [r for group in tile.regs for r in group])
                     self.words.append(tile)
         for _, tile in self.staged:

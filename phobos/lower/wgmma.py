@@ -35,6 +35,7 @@ from phobos.lower.types import BYTES
 from phobos.lower.words import pack, register_a, unpack
 
 log = logging.getLogger("phobos.lower")
+MAX_OFFSET = 1 << 18  # a descriptor's byte offsets: 14 bits of 16-byte units
 STEP = 16  # k a wgmma takes
 
 
@@ -176,6 +177,15 @@ def _desc(lw, tile, start: tuple[int, Value | None], mn: bool = False) -> Reg:
     row = min(tile.swizzle, LINE)
     mode = {128: "128B", 64: "64B", 32: "32B"}[row]
     lbo = tile.shape[0] * LINE if (mn and tile.panels) else 16
+    if lbo >= MAX_OFFSET:
+        raise NotLowered(
+            "", lw.b.span,
+            message=f"a wgmma operand of {tile.shape[0]} rows is past what a wgmma descriptor "
+            "can address",
+            note=f"its 128-byte panels lie {lbo} bytes apart, and a descriptor holds at most "
+            f"{MAX_OFFSET - 16}",
+            help="use tiles of at most 2047 rows (a smaller `@autotune` choice)",
+        )  # fmt: skip
     desc = b.reg("u64", "desc")
     b.emit("wgmma_desc", (desc,), (at,), lbo=lbo, sbo=8 * row, swizzle=mode)
     return desc

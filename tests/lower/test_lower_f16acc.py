@@ -151,3 +151,24 @@ def test_without_a_tma_ring_each_product_packs_and_unpacks_its_accumulator(monke
     tol = tolerance(ref, kk)
     np.testing.assert_allclose(got["C"].astype(np.float64), want["C"], rtol=0, atol=tol)
     np.testing.assert_allclose(got["C"].astype(np.float64), ref, rtol=0, atol=tol)
+
+
+def test_an_f16_accumulator_summed_twice_a_turn_is_packed_once():
+    # The compile fuzzer's `mutant('edit-line', ROOT / 'examples/hgemm.py', 941)`: a second
+    # `acc += dot(a, b)` in the loop packed the accumulator twice and unpacked it twice,
+    # an internal error; each turn now adds both products to the one packed accumulator.
+    src = GEMM.replace("    acc += dot(a, b)\n", "    acc += dot(a, b)\n    acc += dot(a, b)\n")
+    hk, k = lowered(src, chip="sm_90a")
+    assert len(ops(k, "wgmma_mma")) == 2 * 4  # two products of four k steps a turn
+    ptxas_clean(k, "sm_90a")
+    m, n, kk = 128, 128, 128
+    # its own generator: the shared one's draws stay the other tests' (mmakit.rng)
+    rng = np.random.default_rng(941)
+    a, b = (rng.standard_normal(s).astype(np.float16) for s in ((m, kk), (kk, n)))
+    A, B = (a, a), (b, b)
+    C = np.full((m, n), np.nan, np.float16)
+    want, got = run(hk, k, (1, 1), {"A": A, "B": B, "C": (C, C.copy())})
+    ref = 2 * A[0].astype(np.float64) @ B[0].astype(np.float64)
+    tol = 2 * tolerance(ref, 2 * kk)
+    np.testing.assert_allclose(got["C"].astype(np.float64), want["C"], rtol=0, atol=tol)
+    np.testing.assert_allclose(got["C"].astype(np.float64), ref, rtol=0, atol=tol)
