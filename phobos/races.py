@@ -143,7 +143,7 @@ def make_inputs(checked, lowered: lir.Kernel, seed: int = 0, *, ragged: bool = F
                 inputs.arrays[p.name][...] = 0
         else:
             inputs.scalars[p.name] = _scalar(rng, elem)
-    sregs = {i.attr("name") for i in _insts(lowered.body) if i.op == "sreg"}
+    sregs = {i.attr("name") for i in lir.insts(lowered.body) if i.op == "sreg"}
     if "ctaid.z" in sregs:
         inputs.grid = (2, 2, 2)
     elif "ctaid.y" in sregs:
@@ -225,16 +225,6 @@ def check_races(checked, lowered: lir.Kernel, seed: int = 0) -> list[Diagnostic]
                 seen.add(key)
                 out.append(dataclasses.replace(diag, code=RACE, notes=(*diag.notes, note)))
     return out
-
-
-def _insts(block: lir.Block):
-    for item in block.items:
-        if isinstance(item, lir.Inst):
-            yield item
-        for sub in ("then", "orelse", "body"):
-            inner = getattr(item, sub, None)
-            if isinstance(inner, lir.Block):
-                yield from _insts(inner)
 
 
 def _random(rng, elem: str, shape) -> np.ndarray:

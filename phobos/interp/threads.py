@@ -197,15 +197,10 @@ def _acquires(block: lir.Block, inside: bool) -> bool:
 def _barrier_regs(block: lir.Block) -> list:
     """The registers naming the barriers `block` waits at (a `bar.sync` by register)."""
     found: list = []
-    for item in block.items:
-        if isinstance(item, lir.Inst):
-            if (item.op == "bar" and not item.attr("arrive") and item.srcs
-                    and isinstance(item.srcs[0], lir.Reg) and item.srcs[0] not in found):  # fmt: skip
-                found.append(item.srcs[0])
-        for sub in ("then", "orelse", "body"):
-            inner = getattr(item, sub, None)
-            if isinstance(inner, lir.Block):
-                found += [r for r in _barrier_regs(inner) if r not in found]
+    for i in lir.insts(block):
+        if (i.op == "bar" and not i.attr("arrive") and i.srcs and isinstance(i.srcs[0], lir.Reg)
+                and i.srcs[0] not in found):  # fmt: skip
+            found.append(i.srcs[0])
     return found
 
 

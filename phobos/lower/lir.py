@@ -461,6 +461,17 @@ def _print_block(block: Block, depth: int) -> str:
     return "".join(print_item(item, depth) + "\n" for item in block.items)
 
 
+def insts(block: Block):
+    """Every instruction of `block` in order, those inside its `If`s and loops too."""
+    for item in block.items:
+        if isinstance(item, Inst):
+            yield item
+        for sub in ("then", "orelse", "body"):
+            inner = getattr(item, sub, None)
+            if isinstance(inner, Block):
+                yield from insts(inner)
+
+
 def registers(kernel: Kernel) -> dict[str, str]:
     """Every register the kernel names, with its type, in first-appearance order."""
     found: dict[str, str] = {}

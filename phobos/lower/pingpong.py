@@ -42,23 +42,13 @@ FIRST = 2  # barriers 2 and 3: 0 is the CTA's, 1 the consumers' (`Lowering.barri
 COUNT = 256  # two warpgroups: the waiting one and the arriving one
 
 
-def _ops(block: lir.Block):
-    for item in block.items:
-        if isinstance(item, lir.Inst):
-            yield item
-        for sub in ("then", "orelse", "body"):
-            inner = getattr(item, sub, None)
-            if isinstance(inner, lir.Block):
-                yield from _ops(inner)
-
-
 def refusal(lw, loop: lir.For) -> str | None:
     """Why the consumers of `loop` (the fed ring's lowered loop) do not take turns."""
     if os.environ.get("PHOBOS_PINGPONG") == "0":
         return "PHOBOS_PINGPONG=0"
     if lw.threads != 2 * 128:
         return f"{lw.threads // 128} consumer warpgroups, not two"
-    if any(i.op == "bar" for i in _ops(loop.body)):
+    if any(i.op == "bar" for i in lir.insts(loop.body)):
         return "the loop's body has a CTA barrier of its own"
     top = [i.op if isinstance(i, lir.Inst) else None for i in loop.body.items]
     if top.count("wgmma_commit") < 2 or "wgmma_fence" not in top:
