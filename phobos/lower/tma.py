@@ -296,9 +296,7 @@ class TmaRing:
         slot = self.slot
         cond = lane0
         if self.lag == 2:
-            first = b.op("setp", "pred", slot, Imm(0, "u32"), cmp="eq", type="u32")
-            prev = b.op("sub", "u32", slot, Imm(1, "u32"), hint="slot")
-            slot = scalars.select(b, first, Imm(self.stages - 1, "u32"), prev, "u32")
+            slot = self._before(slot)
             var = lw.env[self.loop.var]
             et = elem_of(self.loop.var.type)
             later = scalars.materialize(b, scalars.binary(b, ">", var, self.lo, et), "bool")
@@ -339,12 +337,17 @@ class TmaRing:
         b = self.lw.b
         et = elem_of(self.loop.var.type)
         ran = scalars.materialize(b, scalars.binary(b, "<", self.lo, self.hi, et), "bool")
-        first = b.op("setp", "pred", self.slot, Imm(0, "u32"), cmp="eq", type="u32")
-        prev = b.op("sub", "u32", self.slot, Imm(1, "u32"), hint="slot")
-        slot = scalars.select(b, first, Imm(self.stages - 1, "u32"), prev, "u32")
+        slot = self._before(self.slot)
         with b.region() as arrive:
             b.emit("mbarrier_arrive", (), (self._bar(slot, empty=True),))
         b.add(If(b.op("and", "pred", self._lane0(), ran), arrive.block, None, span=b.span))
+
+    def _before(self, slot):
+        """The ring's slot one turn before `slot`."""
+        b = self.lw.b
+        first = b.op("setp", "pred", slot, Imm(0, "u32"), cmp="eq", type="u32")
+        prev = b.op("sub", "u32", slot, Imm(1, "u32"), hint="slot")
+        return scalars.select(b, first, Imm(self.stages - 1, "u32"), prev, "u32")
 
     def _lane0(self):
         """True in thread 0 of each warpgroup."""

@@ -232,6 +232,13 @@ class BlockWalk:
     def _produce(self, slot, phase) -> None:
         """The producer's turns of the current block: its scalar `let`s, then the ring's
         loop issuing boxes (`TmaRing.produce`), the lets forgotten after."""
+        lo, hi, restore = self._bounds()
+        self.ring.produce(lo, hi, slot, phase)
+        restore()
+
+    def _bounds(self):
+        """The ring loop's bounds for the current block: the scalar `let`s before the loop
+        evaluated for it first; and the function that forgets them again."""
         lw, b = self.lw, self.lw.b
         saved = dict(lw.env)
         for s in self.pre:
@@ -239,9 +246,12 @@ class BlockWalk:
                 lw.stmt(s)
         t = REG[elem_of(self.loop.var.type)]
         lo, hi = (reg_or_imm(b, lw.value(e), t) for e in (self.loop.lo, self.loop.hi))
-        self.ring.produce(lo, hi, slot, phase)
-        lw.env.clear()
-        lw.env.update(saved)
+
+        def restore() -> None:
+            lw.env.clear()
+            lw.env.update(saved)
+
+        return lo, hi, restore
 
     def epilogue(self, store: bool) -> None:
         """The statements after the loop, for a block of the grid: in a cluster, not for
@@ -282,20 +292,15 @@ class BlockWalk:
     def prime(self, n: Reg) -> None:
         """Where block `n` exists, thread 0 issues its loop's first turns: the scalar
         `let`s before the loop evaluated for block `n`, then forgotten."""
-        lw, b = self.lw, self.lw.b
+        b = self.lw.b
 
         more = b.op("setp", "pred", n, self.total, cmp="lt", type="u32")
-        saved_env, saved_xyz = dict(lw.env), self.xyz
+        saved_xyz = self.xyz
         with b.region() as body:
             self.xyz = self.index(n)
-            for s in self.pre:
-                if scalar_only(s):
-                    lw.stmt(s)
-            t = REG[elem_of(self.loop.var.type)]
-            lo, hi = (reg_or_imm(b, lw.value(e), t) for e in (self.loop.lo, self.loop.hi))
+            lo, hi, restore = self._bounds()
             self.ring.prime(lo, hi, carried=True)
-        lw.env.clear()
-        lw.env.update(saved_env)
+        restore()
         self.xyz = saved_xyz
         b.add(If(more, body.block, None, span=b.span))
 
