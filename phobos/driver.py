@@ -56,6 +56,7 @@ from typing import Any
 from phobos import log
 from phobos.diagnostics.diagnostic import CompileError, Diagnostic, Label
 from phobos.source import SourceFile, Span
+from phobos.space_budget import SpaceBudget
 
 log.configure()
 
@@ -94,6 +95,7 @@ class Unit:
     show: tuple[str, ...] = ()  # the passes whose text to keep: the one emitted, or all
     source_key: str | None = None  # the contracts' cache-key source (None: each one's PTX)
     entry: str | None = None  # the `.entry` of every kernel (None: its name, or variant's)
+    emitted: int = 0  # the instructions the lowering emitted, every kernel together
 
     @property
     def has_errors(self) -> bool:
@@ -177,6 +179,7 @@ class Lowering:
     errors: list[Diagnostic]
     races: list[Diagnostic]
     texts: dict[str, str] = field(default_factory=dict)
+    emitted: int = 0  # the instructions the lowering emitted, refused or not
 
 
 def lower_variant(
@@ -200,15 +203,14 @@ def lower_variant(
                 output = dataclasses.replace(output, name=entry)
             texts[step.name] = step.text(lw, output)
 
-    try:
-        lowered = lower(checked, entry, chip, after=keep if show else None)
-    except CompileError as exc:
-        return Lowering(None, list(exc.diagnostics), [], texts)
+    lowered, errors, emitted = lower_counted(checked, entry, chip, after=keep if show else None)
+    if lowered is None:
+        return Lowering(None, errors, [], texts, emitted)
     if not check_races:
-        return Lowering(lowered, [], [], texts)
+        return Lowering(lowered, [], [], texts, emitted)
     from phobos.races import check_races as races_of
 
-    return Lowering(lowered, [], races_of(checked, lowered), texts)
+    return Lowering(lowered, [], races_of(checked, lowered), texts, emitted)
 
 
 def _lower(kernels, unit: Unit):
@@ -233,7 +235,12 @@ def _lower(kernels, unit: Unit):
         (checked, entry_of(checked), options.check_races, options.chip, unit.show)
         for checked in kernels
     ]
-    results = _each_kernel(lower_variant, calls, options)
+    if options.all_variants:
+        budget = SpaceBudget(kernels)
+        results = budget.settle(_each_kernel(lower_variant, calls, options, budget.wanted))
+    else:
+        results = _each_kernel(lower_variant, calls, options)
+    unit.emitted += sum(done.emitted for done in results)
     unit.lowered = []
     unit.passes = [(checked, done.texts) for checked, done in zip(kernels, results, strict=True)]
     for name in unit.show:
@@ -260,14 +267,15 @@ def _lower(kernels, unit: Unit):
     return [lowered for _, lowered, _ in unit.lowered]
 
 
-def _each_kernel(work: Callable[..., Lowering], calls: list[tuple], options: Options):
+def _each_kernel(work: Callable[..., Lowering], calls: list[tuple], options: Options,
+                 wanted=None):  # fmt: skip
     """`work(*call)` for every call, in up to `options.jobs` processes when the calls
-    are enough to pay for starting them (`phobos.workers.pool_size`)."""
-    if options.jobs <= 1:
-        return [work(*call) for call in calls]
+    are enough to pay for starting them (`phobos.workers.pool_size`); a call that
+    `wanted` refuses is not run (`phobos.workers.in_processes`)."""
     from phobos.workers import Failure, in_processes, pool_size
 
-    results = in_processes(work, calls, pool_size(len(calls), options.jobs, options.check_races))
+    jobs = pool_size(len(calls), options.jobs, options.check_races) if options.jobs > 1 else 1
+    results = in_processes(work, calls, jobs, wanted=wanted)
     for done in results:
         if isinstance(done, Failure):
             raise done.error  # a bug in Phobos: the stage's internal compiler error
@@ -467,19 +475,27 @@ def lower(checked, entry: str | None = None, chip: str = "sm_90", *, after=None)
     Raises `CompileError` with the lowering's diagnostics (a construct not lowered yet).
     The lowering's log lines (`PHOBOS_LOG=debug`) name this kernel and variant.
     """
-    from phobos.lower.kernel import lower_kernel
+    lowered, errors, _ = lower_counted(checked, entry, chip, after=after)
+    if lowered is None:
+        raise CompileError(errors)
+    return lowered
+
+
+def lower_counted(checked, entry: str | None, chip: str, *, after=None):
+    """`lower` as (the lir kernel or None, the errors, the instructions emitted)."""
+    from phobos.lower.kernel import lower_kernel_counted
 
     key = variant_key(checked)
     with log.lowering(f"{checked.name}[{key}]" if key else checked.name):
-        lowered, diagnostics = lower_kernel(checked, chip, after=after)
+        lowered, diagnostics, emitted = lower_kernel_counted(checked, chip, after=after)
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
-        raise CompileError(errors)
+        return None, errors, emitted
     if lowered is None:  # the lowering always says why; be safe
-        raise CompileError([Diagnostic.error("E0500", f"`{checked.name}` was not lowered", None)])
+        return None, [Diagnostic.error("E0500", f"`{checked.name}` was not lowered", None)], 0
     if entry is not None and entry != lowered.name:
         lowered = dataclasses.replace(lowered, name=entry)
-    return lowered
+    return lowered, [], emitted
 
 
 def emit(kernels, chip: str) -> str:
@@ -581,6 +597,7 @@ class Result:
     diagnostics: list[Diagnostic]
     text: str | None  # the emitted artifact's text; None when an error stopped the stages
     ph_spans: list[tuple[int, int, Span]] | None = None
+    emitted: int = 0  # the instructions the lowering emitted (the space budget counts them)
 
     @property
     def ok(self) -> bool:
@@ -712,7 +729,9 @@ def _run(unit: Unit, names: list[str], emit: str, whole_file: bool) -> Result:
             break
     if unit.has_errors:
         text = None
-    return Result(unit.source, emit, unit.artifacts, unit.diagnostics, text, unit.ph_spans)
+    return Result(
+        unit.source, emit, unit.artifacts, unit.diagnostics, text, unit.ph_spans, unit.emitted
+    )
 
 
 def compile_path(

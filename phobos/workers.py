@@ -76,9 +76,18 @@ def in_processes(
     progress: Callable[[int, int], None] | None = None,
     *,
     pool: Callable[[int], Executor] | None = None,
+    wanted: Callable[[int, list[Any]], bool] | None = None,
 ) -> list[Any]:
     """`work(*call)` for each call, in the calls' order, run by `jobs` worker processes;
     a call that raises or whose process dies gives a `Failure`, the others still run.
+
+    `wanted(i, results)`, asked just before call `i` starts with the results so far
+    (None where not done), may say no: call `i` is then not run and its result is
+    None. The calls start in order, a few more than `jobs` in flight, so a budget that
+    the first calls spend stops the later ones early (the driver's `--all-variants`).
+
+        >>> in_processes(pow, [(2, 3), (2, 4), (2, 5)], 1, wanted=lambda i, done: i != 1)
+        [8, None, 32]
 
     `work` is a module-level function (a worker imports it by name); a call's
     arguments and result travel pickled, and every `SourceFile` among them comes back
@@ -89,7 +98,7 @@ def in_processes(
     """
     total = len(calls)
     if jobs <= 1 or total <= 1 or os.environ.get("PHOBOS_LOG"):
-        return _here(work, calls, progress)
+        return _here(work, calls, progress, wanted)
     results: list[Any] = [None] * total
     done = 0
     lock = threading.Lock()  # the calls run alone report from threads of their own
@@ -102,7 +111,17 @@ def in_processes(
             if progress is not None:
                 progress(done, total)
 
-    lost = _in_pool(work, calls, range(total), min(jobs, total), pool or _spawn_pool, finished)
+    def want(i: int) -> bool:
+        if wanted is None:
+            return True
+        with lock:
+            yes = wanted(i, list(results))
+        if not yes:
+            finished(i, None)
+        return yes
+
+    jobs = min(jobs, total)
+    lost = _in_pool(work, calls, range(total), jobs, pool or _spawn_pool, finished, want)
     # A process that died took down the pool, and the calls it was running with it:
     # run each of those alone, so one that kills its process again fails by itself.
     if lost:
@@ -110,27 +129,36 @@ def in_processes(
     return results
 
 
-def _here(work, calls, progress) -> list[Any]:
-    results = []
-    for call in calls:
-        try:
-            results.append(work(*call))
-        except Exception as exc:
-            results.append(Failure(exc))
+def _here(work, calls, progress, wanted=None) -> list[Any]:
+    results: list[Any] = []
+    for i, call in enumerate(calls):
+        if wanted is not None and not wanted(i, results + [None] * (len(calls) - i)):
+            results.append(None)
+        else:
+            try:
+                results.append(work(*call))
+            except Exception as exc:
+                results.append(Failure(exc))
         if progress is not None:
             progress(len(results), len(calls))
     return results
 
 
-def _in_pool(work, calls, indices, jobs: int, pool, finished) -> list[int]:
-    """Run `calls[i]` for each index in one pool of `jobs`; the indices whose process died."""
+def _in_pool(work, calls, indices, jobs: int, pool, finished, want=None) -> list[int]:
+    """Run `calls[i]` for each index in one pool of `jobs`, in order, at most twice
+    `jobs` in flight, each only if `want(i)`; the indices whose process died."""
     lost: list[int] = []
     futures: dict[Future, int] = {}
     files: dict[int, list[SourceFile]] = {}
+    waiting = iter(indices)
     executor = pool(jobs)
-    try:
+
+    def submit() -> None:
+        """Hand out calls until twice `jobs` are in flight or none is left."""
         with _main_left_alone():
-            for i in indices:
+            for i in waiting:
+                if want is not None and not want(i):
+                    continue
                 data, files[i] = _encode(calls[i])
                 try:
                     future = executor.submit(
@@ -140,15 +168,23 @@ def _in_pool(work, calls, indices, jobs: int, pool, finished) -> list[int]:
                     lost.append(i)
                     continue
                 futures[future] = i
-        for future in _as_done(futures):
-            i = futures[future]
-            error = future.exception()
-            if isinstance(error, BrokenProcessPool):
-                lost.append(i)
-            elif error is not None:
-                finished(i, Failure(error))
-            else:
-                finished(i, _loads(future.result(), files[i]))
+                if len(futures) >= 2 * jobs:
+                    return
+
+    try:
+        submit()
+        while futures:
+            done, _ = wait(set(futures), return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=futures.__getitem__):
+                i = futures.pop(future)
+                error = future.exception()
+                if isinstance(error, BrokenProcessPool):
+                    lost.append(i)
+                elif error is not None:
+                    finished(i, Failure(error))
+                else:
+                    finished(i, _loads(future.result(), files[i]))
+            submit()
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
     return sorted(lost)
@@ -164,13 +200,6 @@ def _alone(work, calls, indices, jobs: int, pool, finished) -> None:
     with ThreadPoolExecutor(jobs) as threads:
         for future in [threads.submit(one, i) for i in indices]:
             future.result()
-
-
-def _as_done(futures: dict[Future, int]) -> Iterator[Future]:
-    pending = set(futures)
-    while pending:
-        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-        yield from sorted(finished, key=futures.__getitem__)
 
 
 def _spawn_pool(jobs: int) -> Executor:

@@ -84,6 +84,15 @@ def lower_kernel(
     The lowering runs the passes of `phobos.lower.passes`; `after(pass, lowering,
     output)` is called as each one finishes (the driver keeps their texts with it).
     """
+    lowered, diagnostics, _ = lower_kernel_counted(k, chip, after=after)
+    return lowered, diagnostics
+
+
+def lower_kernel_counted(
+    k: hir.Kernel, chip: str = "sm_90", *, after=None
+) -> tuple[lir.Kernel | None, list[Diagnostic], int]:
+    """`lower_kernel`, with the instructions the lowering emitted (refused or not): what
+    the driver's whole-space budget counts under `--all-variants`."""
     # The temporaries' names reach the lir and the PTX (and so the cache key of a
     # contract made from the PTX): each kernel numbers its own from 1, so a kernel
     # lowers to the same text whatever this process lowered before it.
@@ -91,9 +100,9 @@ def lower_kernel(
     staging.restart_names()
     lw = Lowering(k, chip)
     try:
-        return lw.run(after), []
+        return lw.run(after), [], lw.b.emitted
     except NotLowered as err:
-        return None, [err.diagnostic(lw.b.span or k.span)]
+        return None, [err.diagnostic(lw.b.span or k.span)], lw.b.emitted
 
 
 def print_kernels(kernels: list[lir.Kernel]) -> str:

@@ -970,6 +970,16 @@ class _Planner:
                 message=f"the kernel's tiles need {total} bytes of shared memory, more than "
                 f"the static {alloc.STATIC_LIMIT}",
             )
+        if total > alloc.DYNAMIC_LIMIT:
+            # No chip can launch it: refused here, before `generate` spends seconds on a
+            # body of (say) a 64 x 65536 tile that no launch would ever take.
+            raise NotLowered(
+                "shared memory",
+                lw.k.span,
+                code="E0501",
+                message=f"the kernel's tiles need {total} bytes of shared memory, more than "
+                f"the {alloc.DYNAMIC_LIMIT} a CTA can take",
+            )
         lw.tiles = plan.tiles
         return plan
 

@@ -39,6 +39,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from phobos.diagnostics import Diagnostic
+from phobos.space_budget import SpaceBudget
 from phobos.workers import Failure, cpu_count, in_processes, pool_size
 
 # The codes that say a variant asks the chip for more than it has, by stage; any other
@@ -61,6 +62,7 @@ class Compiled:
     key: str  # Space.variant_key: "BLOCK=1024,T=128"
     ptx: str
     contract_json: str
+    emitted: int = 0  # the instructions its lowering emitted, for the space's budget
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class LeftOut:
     stage: str
     reason: str  # "error[E0501]: the kernel's tiles need 65568 bytes of shared memory, ..."
     detail: str  # the rendered diagnostics, plain text
+    emitted: int = 0  # the instructions its lowering emitted before it was refused
 
 
 def compile_variants(
@@ -93,7 +96,9 @@ def compile_variants(
     (`phobos.workers.pool_size`).
     `progress(done, total)` is called here as each variant finishes. A variant that
     crashes the compiler is left out with an "internal compiler error" reason; the
-    others still compile. An `@autotune` attribute the checker refuses raises
+    others still compile. The variants share the budget of one space, as under
+    `phobos-compile --all-variants` (`phobos.space_budget`): those past it are left out
+    with E0515 uncompiled. An `@autotune` attribute the checker refuses raises
     `KernelCompileError`; a variant not in the space, `ValueError`.
     """
     from phobos.driver import CHIPS
@@ -106,7 +111,13 @@ def compile_variants(
     chosen = [space.parse_key(space.variant_key(v)) for v in chosen]
     calls = [(kernel.program, kernel.name, v, chip, check_races) for v in chosen]
     count = pool_size(len(calls), cpu_count() if jobs is None else jobs, check_races)
-    results = in_processes(compile_variant, calls, count, progress)
+    budget = SpaceBudget([_named(kernel.program, kernel.name)] * len(calls))
+    results = in_processes(compile_variant, calls, count, progress, wanted=budget.wanted)
+
+    def past_budget(i: int, diagnostic: Diagnostic) -> LeftOut:
+        return left_out(chosen[i], space.variant_key(chosen[i]), [diagnostic])
+
+    results = budget.settle(results, past_budget)
     out: list[Compiled | LeftOut] = []
     for variant, result in zip(chosen, results, strict=True):
         if isinstance(result, Failure):
@@ -134,11 +145,13 @@ def compile_variant(
     except driver.InternalCompilerError as ice:
         raise ice.error from None  # the bug itself, for the variant's report
     if not result.ok:
-        return left_out(variant, key, result.diagnostics)
-    return Compiled(variant, key, result.artifacts["ptx"], result.text)
+        return left_out(variant, key, result.diagnostics, result.emitted)
+    return Compiled(variant, key, result.artifacts["ptx"], result.text, result.emitted)
 
 
-def left_out(variant: dict[str, int], key: str, diags: Sequence[Diagnostic]) -> LeftOut:
+def left_out(
+    variant: dict[str, int], key: str, diags: Sequence[Diagnostic], emitted: int = 0
+) -> LeftOut:
     """The variant left out for `diags`: its stage and reason from the first error.
 
     >>> d = Diagnostic.error("E0909", "a data race on `t`", None)
@@ -151,7 +164,7 @@ def left_out(variant: dict[str, int], key: str, diags: Sequence[Diagnostic]) -> 
     head = f"{first.severity}[{first.code}]" if first.code else first.severity
     reason = " ".join(f"{head}: {first.message}".split())  # one line, whatever it says
     stage = STAGE_OF_CODE.get(first.code or "", "compile")
-    return LeftOut(variant, key, stage, reason, render_human(diags, color=False))
+    return LeftOut(variant, key, stage, reason, render_human(diags, color=False), emitted)
 
 
 def report(results: Sequence[Compiled | LeftOut]) -> str:
@@ -192,6 +205,16 @@ def _crashed(name: str, variant: dict[str, int], key: str, failure: Failure) -> 
     else:
         lines.append("note: run with `PHOBOS_BACKTRACE=1` for a backtrace")
     return LeftOut(variant, key, "compile", reason, "\n".join(lines) + "\n")
+
+
+def _named(program, name: str):
+    """Kernel `name` of `program` as the space's budget names it: its name and span."""
+    from types import SimpleNamespace
+
+    from phobos.syntax import ast
+
+    found = [i for i in program.items if isinstance(i, ast.Kernel) and i.name.id == name]
+    return SimpleNamespace(name=name, span=found[0].span if found else None)
 
 
 def _space_of(program, name: str):

@@ -42,6 +42,26 @@ kernel k(A: tensor<f32>[M, N], B: tensor<f32>[M, N]) {
     assert k is None and diags[0].code == "E0501"
 
 
+def test_dynamic_shared_memory_past_what_a_cta_can_take_is_refused_before_the_body():
+    # 2 x 512 x 64 f32 tiles alive together: 256 KB, past sm_90's 227 KB opt-in. Refused
+    # by `place`, so a huge tile costs no seconds of lowering before the launch refuses it.
+    source = """@dynshared
+kernel k(A: tensor<f32>[M, N], B: tensor<f32>[M, N]) {
+  var a = A[0 :+ ROWS, 0 :+ 64]
+  var b = A[0 :+ ROWS, 0 :+ 64]
+  var c: tile<f32>[ROWS, 1] = a[0 :+ ROWS, 0 :+ 1]
+  var d: tile<f32>[ROWS, 1] = b[0 :+ ROWS, 0 :+ 1]
+  B[0 :+ ROWS, 0 :+ 1] = c + d
+}"""
+    k, diags = lower_kernel(checked(source.replace("ROWS", "512")), "sm_90a")
+    assert k is None and [d.code for d in diags] == ["E0501"]
+    assert "262144 bytes of shared memory, more than the 232448 a CTA can take" in (
+        diags[0].message
+    )
+    k, diags = lower_kernel(checked(source.replace("ROWS", "256")), "sm_90a")
+    assert k is not None and not diags  # 128 KB: under the opt-in maximum
+
+
 def test_codes_have_explanations():
     for code in ("E0500", "E0501", "E0502", "E0503"):
         assert title(code)
