@@ -143,6 +143,7 @@ def reference(x, w, w1, w2):
 def main(argv=None) -> int:
     import argparse
     import os
+    import sys
 
     import torch
     import torch.distributed as dist
@@ -185,8 +186,11 @@ def main(argv=None) -> int:
     # then the f16 of the residual's sum.
     ok = vs_one <= 4e-3 and vs_ref <= 1e-2
     where = "cpu" if args.cpu else f"cuda:{local}"
-    print(f"rank {rank}/{ranks} on {where}: max |tp - one device| {vs_one:.2e}, "
-          f"max |tp - float64| {vs_ref:.2e}: {'ok' if ok else 'WRONG'}", flush=True)  # fmt: skip
+    # One write of the whole line: the ranks share the output, and `print` writes the
+    # newline apart, so another rank's line could land between the two.
+    sys.stdout.write(f"rank {rank}/{ranks} on {where}: max |tp - one device| {vs_one:.2e}, "
+                     f"max |tp - float64| {vs_ref:.2e}: {'ok' if ok else 'WRONG'}\n")  # fmt: skip
+    sys.stdout.flush()
     dist.destroy_process_group()
     return 0 if ok else 1
 

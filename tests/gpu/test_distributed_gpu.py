@@ -23,7 +23,7 @@ if torch.cuda.device_count() < 2:
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"rank (\d)/2 on cuda:(\d): max \|tp - one device\| (\S+), "
-                  r"max \|tp - float64\| (\S+): (\w+)")  # fmt: skip
+                  r"max \|tp - float64\| (\S+): (ok|WRONG)")  # fmt: skip
 
 
 def torchrun(cache: Path, *args) -> subprocess.CompletedProcess:
