@@ -287,13 +287,17 @@ def test_mutants_compile_or_are_refused(path):
 # Cases of the long run (docs/reliability.md) whose every-variant compile of a tile
 # constant's range widened to 2^31 or 2^32 ran for minutes, each variant stopping at its
 # own budget. The shared memory a CTA can take (E0501, at `place`) and the budget of a
-# whole space (`phobos.space_budget`) now end each within the bound of one compile.
+# whole space (`phobos.space_budget`) now end each within the bound of one compile. The
+# next long run found attention's widened spaces' PTX refused by ptxas (C7602): a BC of
+# 256 under `@launch(256, 2)` put a wgmma accumulator of all 128 registers a thread
+# could have; such a product now takes mma.sync (`placement.register_cap`).
 @pytest.mark.parametrize(
     "rel, case",
     [
         ("examples/hgemm.py", 3031),
         ("examples/kda_f16.py", 4879),
         ("examples/attention.py", 903),
+        ("examples/attention.py", 663),
     ],
 )
 def test_widened_spaces_compile_every_variant_within_one_bound(rel, case):
@@ -304,6 +308,10 @@ def test_widened_spaces_compile_every_variant_within_one_bound(rel, case):
     outcome, result = compile_for(path.suffix, path.name, text, "sm_90a", all_variants=True)
     assert not outcome.problems and result.text is not None, outcome.problems
     assert time.monotonic() - started < TIME_BOUND
+    if PTXAS is not None:
+        assert assemble(outcome.ptx, "sm_90a") is None
+    elif os.environ.get("CI"):
+        pytest.fail("ptxas is missing under CI")
 
 
 def test_accepted_ptx_is_assembled():

@@ -58,6 +58,11 @@ MAX_TILE_REGS = 64  # SPEC.md (@registers): at most 64 elements a thread
 # A tensor-core accumulator may take twice that: a warp's 64 x 64 block of mma fragments
 # is 128 registers a thread, and the larger warp block loads fewer fragments an mma.
 MAX_MMA_REGS = 128
+# A wgmma holds its whole accumulator fragment at once, beside its descriptors and the
+# addresses around it: where those do not fit under the registers `@launch` leaves a
+# thread, ptxas stops with C7602 ("insufficient registers") instead of spilling. It
+# asked 154 for a 64 x 256 f32 accumulator (128 registers a thread): 26 more.
+WGMMA_REGS_BESIDE = 26
 PAD = 16  # bytes `@padstage` adds to a staging tile's row (SPEC.md "Attributes")
 PAD_PERIOD = 128  # ... whose row pitch is a multiple of this many bytes (32 banks of 4)
 _temp_ids = itertools.count(1)
@@ -1294,6 +1299,11 @@ class _Planner:
             return f"the accumulator's {m} rows are not 64 a warpgroup"
         if n % 8 or n > 256:
             return f"N = {n} is not a multiple of 8 up to 256"
+        acc = m * n // lw.threads // (2 if elem_of(e.type) == "f16" else 1)
+        cap = register_cap(lw)
+        if acc + WGMMA_REGS_BESIDE > cap:
+            return (f"its accumulator's {acc} registers a thread and the {WGMMA_REGS_BESIDE} "
+                    f"a wgmma needs beside them pass the {cap} that `@launch` leaves")  # fmt: skip
         for k, x in enumerate(e.args):
             if (k == 0 and isinstance(x, hir.Ref) and x.sym in self.reg_a_live
                     and os.environ.get("PHOBOS_WGMMA_REGISTER_A") != "0"):  # fmt: skip
@@ -1651,6 +1661,30 @@ def plan(lw, body: hir.Block) -> Plan:
     p = _Planner(lw, body)
     p.loop_users = {}
     return p.run()
+
+
+def register_cap(lw) -> int:
+    """The registers a thread may take under the kernel's `@launch(threads, min_blocks,
+    max_regs)`: 255, or what `max_regs` says, or the register file's 65,536 shared by
+    `min_blocks` CTAs, in the 8-register steps ptxas allocates.
+
+        >>> from types import SimpleNamespace as N
+        >>> from phobos.sema.attributes import Launch
+        >>> lw = N(threads=256, k=N(attrs=N(launch=Launch(256, 2)), variant=()))
+        >>> register_cap(lw)
+        128
+    """
+    launch = getattr(lw.k.attrs, "launch", None)
+    if launch is None:
+        return 255
+    launch = launch.resolve(dict(lw.k.variant))
+    cap = 255
+    if launch.max_regs:
+        cap = min(cap, launch.max_regs)
+    if launch.min_blocks:
+        threads = launch.threads if isinstance(launch.threads, int) else lw.threads
+        cap = min(cap, 65536 // (threads * launch.min_blocks) // 8 * 8)
+    return cap
 
 
 __all__ = ["ELEMENTWISE", "REDUCTIONS", "Plan", "Tile", "elem_of", "normalize", "plan"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import test_lower_accumulator_rows as rows
-from lowerkit import lowered, ops, ptxas_clean
+from lowerkit import lowered, ops, ptxas, ptxas_clean
 from mmakit import agree, inputs, nan, run
 
 from phobos.lower.lir import Imm
@@ -306,3 +306,27 @@ def test_a_key_tile_past_a_wgmma_descriptors_reach_is_refused_at_its_line(monkey
     assert "past what a wgmma descriptor can address" in err.message
     line = source.line_col(err.primary.span.start)[0]
     assert "ph.dot(p, v)" in text.splitlines()[line - 1]
+
+
+def test_a_score_tile_too_wide_for_the_launchs_registers_leaves_wgmma(caplog):
+    # The compile fuzzer's long run (docs/reliability.md): examples/attention.py's space
+    # widened to BC = 256 under `@launch(256, 2)`. A 64 x 256 f32 wgmma accumulator is
+    # 128 registers a thread, the whole cap two CTAs an SM leave: ptxas stopped with
+    # C7602. The product now takes mma.sync, whose fragments ptxas may spill, and the PTX
+    # assembles.
+    import logging
+
+    from phobos import driver
+    from phobos.source import SourceFile
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "attention.py").read_text()
+    space = "@ph.autotune(G=[1, 8], D=[64, 128], BC=[64, 128])"
+    text = text.replace(space, "@ph.autotune(G=[1], D=[64], BC=[256])", 1)
+    with caplog.at_level(logging.DEBUG, logger="phobos.lower"):
+        result = driver.compile_source(
+            SourceFile("attention.py", text), "lir", ".py", driver.Options(chip="sm_90a")
+        )
+    assert result.ok, result.diagnostics
+    assert "the 26 a wgmma needs beside them pass the 128 that `@launch` leaves" in caplog.text
+    for k in result.artifacts["lir"]:
+        ptxas(k, "sm_90a")
