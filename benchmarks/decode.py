@@ -1,5 +1,6 @@
-"""Decode attention (one new token, examples/decode.py's split-KV kernels on the `attend`
-built-in) against torch SDPA on the same card, in one run.
+"""Decode attention (one new token, examples/decode.py's split-KV kernels: on the `attend`
+built-in, and `decode_split_mma` on tensor cores) against torch SDPA on the same card, in
+one run.
 
     python benchmarks/decode.py [--b B ...] [--s S ...]
 
@@ -11,7 +12,9 @@ moving as many bytes (`torch.Tensor.copy_` of half of them: it reads half and wr
 half), and also given at the H200's nominal 4.8 TB/s.
 SDPA takes q [B, 32, 1, D] and k, v [B, 8, S, D] with `enable_gqa=True`, under its
 flash, cuDNN and math backends (the efficient one refuses grouped heads). Phobos's time is both launches (split, then merge); its
-splits are chosen to give the card one CTA a place (two an SM), at most one per 256 keys. Each
+splits are chosen to give the card one CTA a place (two an SM), at most one per 256 keys;
+the tensor-core form's rows ("phobos mma BC=..", one warp a CTA) fill the CTAs its shared
+memory lets an SM hold, at most one split per 128 keys. Each
 result is checked first against SDPA's math backend (its output poisoned with NaN);
 times are medians taken in turns (`run.in_turns`).
 """
@@ -29,16 +32,47 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.run import in_turns  # noqa: E402
-from examples.decode import decode_merge, decode_split  # noqa: E402
+from examples.decode import decode_merge, decode_split, decode_split_mma  # noqa: E402
 
 HQ, HKV, D = 32, 8, 128
 NOMINAL = 4.8e12  # bytes a second: the H200's HBM3e
 
 
-def splits_for(b: int, s: int, sms: int) -> int:
-    """Splits a KV head: about one CTA for each of the card's places for them (two an SM:
-    `decode_split` takes 128 registers a thread), at least 256 keys each."""
-    return max(1, min(round(2 * sms / (b * HKV)), s // 256))
+def splits_for(b: int, s: int, sms: int, per_sm: int = 2, least: int = 256) -> int:
+    """Splits a KV head: about one CTA for each of the card's places for them (`per_sm`
+    an SM: two for `decode_split`, which takes 128 registers a thread), at least `least`
+    keys each."""
+    return max(1, min(round(per_sm * sms / (b * HKV)), s // least))
+
+
+SHARED_PER_SM = 228 * 1024  # an H200 SM's shared memory, its CTAs' windows together
+CTAS_PER_SM = 32  # the most CTAs an SM of sm_90 holds
+
+
+def mma_rows(b: int, s: int, sms: int, qf, kf, vf, scale: float, check) -> dict:
+    """`decode_split_mma` at BC 32 and 64, then the merge from its 16-row slots: a timed
+    function a row, each checked by `check(o)` first."""
+    heads = b * HKV
+    rows = {}
+    for bc in (32, 64):
+        split = decode_split_mma.variant(D=D, BC=bc)
+        smem = split.compile(chip="sm_90a").lir.smem + 1024  # and the driver's reserve
+        ns = splits_for(b, s, sms, min(CTAS_PER_SM, SHARED_PER_SM // smem), least=128)
+        ch = -(-s // ns)
+        po = torch.full((heads * ns * 16, D), float("nan"), device="cuda")
+        pl = torch.full((heads * ns * 16, 1), float("nan"), device="cuda")
+        o = torch.full((b * HQ, D), float("nan"), device="cuda")
+        launch, merge = split[(ns, heads)], decode_merge.variant(D=D)[(heads,)]
+
+        def run(launch=launch, merge=merge, po=po, pl=pl, o=o, ch=ch, ns=ns):
+            launch(qf, kf, vf, po, pl, s, ch, scale)
+            merge(po, pl, o, ns)
+
+        run()
+        torch.cuda.synchronize()
+        if check(o, f"mma BC={bc}"):
+            rows[f"phobos mma BC={bc} ({ns} splits)"] = run
+    return rows
 
 
 def one(b: int, s: int, sms: int) -> None:
@@ -80,11 +114,17 @@ def one(b: int, s: int, sms: int) -> None:
 
     phobos()
     torch.cuda.synchronize()
-    err = (o.view(b, HQ, 1, D) - ref).abs().max().item()
-    if err < 5e-3:
+
+    def check(out, what: str) -> bool:
+        err = (out.view(b, HQ, 1, D) - ref).abs().max().item()
+        ok = err < 5e-3  # False for NaN too: an element never written
+        if not ok:
+            print(f"phobos {what} B{b} S{s}: wrong, max error {err}")
+        return ok
+
+    if check(o, "attend"):
         fns[f"phobos ({ns} splits)"] = phobos
-    else:
-        print(f"phobos B{b} S{s}: wrong, max error {err}")
+    fns.update(mma_rows(b, s, sms, qf, kf, vf, scale, check))
     nbytes = 2 * b * HKV * s * D * 2
     # a copy of half the bytes moves as many (it reads half and writes half)
     src = torch.empty(nbytes // 4, dtype=torch.float16, device="cuda")

@@ -8,10 +8,17 @@ D]), and the G = HQ / HKV query heads of KV head kv are rows kv G .. kv G + G - 
 (here G = 4: 32 query heads on 8 KV heads). `decode_split` runs on a grid of (splits,
 B * HKV) CTAs of eight warps: CTA (x, kv) attends KV head kv's keys
 [x CH, (x + 1) CH), its eight warps' partials merged in the CTA, and writes the
-split's output (normalised) and its log-sum-exp. `decode_merge` merges the splits of
-each KV head's G rows, as SPEC.md says the caller does:
+split's output (normalised) and its log-sum-exp. `decode_split_mma` computes the same
+split on tensor cores, in the spec's flash-attention style: one warp a CTA, the G rows
+padded to the 16 of an mma.sync (`dot_t`, then `dot` with the probabilities kept in the
+scores' registers), key tiles of BC; it writes a slot of 16 rows a split, whose first G
+the merge reads. `decode_merge` merges the splits of each KV head's G rows, as SPEC.md
+says the caller does, from slots of 4 or 16 rows (the partials' rows tell which):
 
     M = max_x lse_x;   O = sum_x exp(lse_x - M) O_x / sum_x exp(lse_x - M)
+
+Every split must hold a key (`CH` at most S / splits rounded up): a split of none has
+no log-sum-exp to merge.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -24,6 +31,12 @@ each KV head's G rows, as SPEC.md says the caller does:
     >>> s = q.astype(np.float64) @ k.astype(np.float64).T * 0.125
     >>> p = np.exp(s - s.max(axis=1, keepdims=True))
     >>> want = p / p.sum(axis=1, keepdims=True) @ v.astype(np.float64)
+    >>> bool(np.abs(o - want).max() < 1e-3)
+    True
+    >>> po, pl = np.zeros((3 * 16, 64), np.float32), np.zeros((3 * 16, 1), np.float32)
+    >>> decode_split_mma.variant(D=64)[(3, 1)](q, k, v, po, pl, 40, 16, 0.125)
+    >>> o = np.zeros((4, 64), np.float32)
+    >>> decode_merge.variant(D=64)[(1,)](po, pl, o, 3)
     >>> bool(np.abs(o - want).max() < 1e-3)
     True
 """
@@ -68,6 +81,51 @@ def decode_split(
 
 
 @ph.kernel
+@ph.autotune(D=[64, 128], BC=[32, 128])
+@ph.tensorcore
+@ph.dynshared
+@ph.launch(32)
+def decode_split_mma(
+    Q: ph.tensor[ph.f16][RQ, D],
+    K: ph.tensor[ph.f16][RK, D],
+    V: ph.tensor[ph.f16][RK, D],
+    PO: ph.tensor[ph.f32][RP, D],
+    PL: ph.tensor[ph.f32][RP, 1],
+    S: ph.i32,
+    CH: ph.i32,
+    scale: ph.f32,
+):
+    kv: ph.let = ph.ctx.block.y
+    split: ph.let = ph.ctx.block.x
+    first: ph.let = kv * S + split * CH
+    n: ph.let = ph.min(CH, S - split * CH)
+    # 16 query rows, an mma's M: the 4 of this KV head, then 12 that no row written reads
+    q: ph.let = Q[kv * 4:+16, :]
+    acc: ph.var[ph.tile[ph.f32][16, D]] = 0.0
+    m: ph.var[ph.tile[ph.f32][16, 1]] = -1.0e30
+    l: ph.var[ph.tile[ph.f32][16, 1]] = 0.0
+    for kt in range(0, n, BC):
+        k: ph.let = K[first + kt:+BC, :]
+        v: ph.let = V[first + kt:+BC, :]
+        s: ph.var[ph.tile[ph.f32][16, BC]] = ph.dot_t(q, k)
+        s = ph.where(ph.iota(1) + kt < n, s, -1.0e30)
+        mnew: ph.var[ph.tile[ph.f32][16, 1]] = ph.rowmax(s)
+        mnew = ph.tmax(m, mnew * scale)
+        e: ph.var[ph.tile[ph.f32][16, BC]] = ph.exp(s * scale - mnew)
+        p: ph.var[ph.tile[ph.f16][16, BC]] = ph.f16(e)
+        corr: ph.var[ph.tile[ph.f32][16, 1]] = ph.exp(m - mnew)
+        l = l * corr
+        l += ph.rowsum(e)
+        acc = acc * corr
+        acc += ph.dot(p, v)
+        m = mnew
+    # all 16 rows, so `acc` stays in its fragments: a slot of 16 rows a split
+    row: ph.let = (kv * ph.ctx.blocks.x + split) * 16
+    PO[row:+16, :] = acc / l
+    PL[row:+16, :] = m + ph.log(l)
+
+
+@ph.kernel
 @ph.autotune(D=[64, 128])
 @ph.launch(128)
 def decode_merge(
@@ -77,11 +135,13 @@ def decode_merge(
     splits: ph.i32,
 ):
     kv: ph.let = ph.ctx.block.x
+    # a split's rows, 4 or 16 (mma); no splits reads none, so any slot will do
+    slot: ph.let = RP // ph.max(ph.ctx.blocks.x * splits, 1)
     m: ph.var[ph.tile[ph.f32][4, 1]] = -1.0e30
     l: ph.var[ph.tile[ph.f32][4, 1]] = 0.0
     o: ph.var[ph.tile[ph.f32][4, D]] = 0.0
     for x in range(0, splits):
-        row: ph.let = (kv * splits + x) * 4
+        row: ph.let = (kv * splits + x) * slot
         lse: ph.var[ph.tile[ph.f32][4, 1]] = PL[row:+4, :]
         mn: ph.var[ph.tile[ph.f32][4, 1]] = ph.tmax(m, lse)
         old: ph.var[ph.tile[ph.f32][4, 1]] = ph.exp(m - mn)

@@ -140,7 +140,7 @@ def attention_kernels() -> None:
     decode on the `attend` built-in with its merge (a ragged cache), and kda in f16 at
     each D of its space at a ragged length."""
     from examples.attention import ROWS, attention, attention_causal
-    from examples.decode import decode_merge, decode_split
+    from examples.decode import decode_merge, decode_split, decode_split_mma
     from examples.kda_f16 import kda_f16
 
     heads, kv_heads, s = 4, 2, 2 * ROWS
@@ -168,6 +168,12 @@ def attention_kernels() -> None:
         od = torch.empty(heads * 4, d, device="cuda")
         decode_split.variant(D=d)[(splits, heads)](qd, kd, vd, po, pl, n, ch, d**-0.5)
         decode_merge.variant(D=d)[(heads,)](po, pl, od, splits)
+        po16 = torch.empty(heads * splits * 16, d, device="cuda")  # the mma form's slots
+        pl16 = torch.empty(heads * splits * 16, 1, device="cuda")
+        for bc in (32, 64):
+            decode_split_mma.variant(D=d, BC=bc)[(splits, heads)](
+                qd, kd, vd, po16, pl16, n, ch, d**-0.5)  # fmt: skip
+            decode_merge.variant(D=d)[(heads,)](po16, pl16, od, splits)
         t = 1000
         qk = [torch.randn(t, d, device="cuda").half() for _ in range(3)]
         g = -0.1 * torch.rand(t, 1, device="cuda") - 0.001
@@ -220,9 +226,10 @@ def _attention(kernel, v):
 def _decode(kernel, v):
     d, heads, n, ch = v["D"], 4, 1000, 256
     splits = -(-n // ch)
-    po = _cuda(heads * splits * 4, d)
-    pl = _cuda(heads * splits * 4, 1)
-    if kernel.name == "decode_split":
+    slot = 16 if kernel.name == "decode_split_mma" else 4  # a split's rows of partials
+    po = _cuda(heads * splits * slot, d)
+    pl = _cuda(heads * splits * slot, 1)
+    if kernel.name in ("decode_split", "decode_split_mma"):
         q = _cuda(heads * 4, d, dtype=torch.float16)
         k, vv = (_cuda(heads * n, d, dtype=torch.float16) for _ in range(2))
         kernel[(splits, heads)](q, k, vv, po, pl, n, ch, d**-0.5)
@@ -256,6 +263,7 @@ VARIANT_KERNELS = {
     "attention": ("examples.attention", _attention),
     "attention_causal": ("examples.attention", _attention),
     "decode_split": ("examples.decode", _decode),
+    "decode_split_mma": ("examples.decode", _decode),
     "decode_merge": ("examples.decode", _decode),
     "kda_f16": ("examples.kda_f16", _kda_f16),
 }

@@ -1,4 +1,5 @@
-"""Split-KV decode attention on the card (examples/decode.py, the `attend` built-in):
+"""Split-KV decode attention on the card (examples/decode.py: the `attend` built-in, and
+`decode_split_mma` on tensor cores, its 16-row slots merged by the same kernel):
 one token's 4 query heads a KV head, the cache split between CTAs (the last split
 ragged), launched as a user launches it, outputs poisoned with NaN first, against a
 float64 reference."""
@@ -15,20 +16,26 @@ from gpukit import torch_on_a_gpu
 torch = torch_on_a_gpu()
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from examples.decode import decode_merge, decode_split  # noqa: E402
+from examples.decode import decode_merge, decode_split, decode_split_mma  # noqa: E402
 
 
+@pytest.mark.parametrize("form", ["attend", "mma BC=32", "mma BC=64"])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("heads, s, ch", [(8, 1000, 256), (3, 4100, 512), (16, 300, 1024)])
-def test_split_kv_decode_on_the_card(heads, s, ch, d):
+def test_split_kv_decode_on_the_card(heads, s, ch, d, form):
     splits = -(-s // ch)
     scale = d**-0.5
     q = torch.randn(heads * 4, d).half()
     k, v = (torch.randn(heads * s, d).half() for _ in range(2))
-    po = torch.full((heads * splits * 4, d), float("nan"), device="cuda")
-    pl = torch.full((heads * splits * 4, 1), float("nan"), device="cuda")
+    slot = 4 if form == "attend" else 16  # a split's rows of partials
+    po = torch.full((heads * splits * slot, d), float("nan"), device="cuda")
+    pl = torch.full((heads * splits * slot, 1), float("nan"), device="cuda")
     o = torch.full((heads * 4, d), float("nan"), device="cuda")
-    decode_split.variant(D=d)[(splits, heads)](q.cuda(), k.cuda(), v.cuda(), po, pl, s, ch, scale)
+    if form == "attend":
+        split = decode_split.variant(D=d)
+    else:
+        split = decode_split_mma.variant(D=d, BC=int(form.split("=")[1]))
+    split[(splits, heads)](q.cuda(), k.cuda(), v.cuda(), po, pl, s, ch, scale)
     decode_merge.variant(D=d)[(heads,)](po, pl, o, splits)
     torch.cuda.synchronize()
     got = o.cpu().numpy()

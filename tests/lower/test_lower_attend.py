@@ -133,3 +133,57 @@ def test_split_kv_decode_example_agrees_with_float64(chip):
         p = np.exp(sc * 0.125 - (sc * 0.125).max(axis=1, keepdims=True))
         want = p / p.sum(axis=1, keepdims=True) @ v[h * s : (h + 1) * s].astype(np.float64)
         np.testing.assert_allclose(got[4 * h : 4 * h + 4], want, rtol=2e-3, atol=2e-3)
+
+
+MMA_SPLIT = """
+    // the scores on mma.sync; each row's max over its quad's lanes by shuffles; the
+    // exponentials on the fragments; the weighted values on mma.sync
+    // CHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+    // CHECK: shfl.sync.bfly.b32
+    // CHECK: ex2.approx
+    // CHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+"""
+
+
+@pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("d, bc", [(64, 32), (128, 64)])
+def test_split_kv_decode_on_tensor_cores_agrees_with_float64(chip, d, bc):
+    # examples/decode.py's `decode_split_mma`, then the merge from its 16-row slots, in the
+    # threads interpreter: two KV heads of 45 keys in splits of 16 (the last ragged, every
+    # key tile masked past the split), the second head's 16 query rows reading past Q
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from examples.decode import decode_merge, decode_split_mma
+    from phobos.interp.threads import GlobalMemory, run_lir
+
+    heads, s, ch = 2, 45, 16
+    splits = -(-s // ch)
+    rng = np.random.default_rng(11)
+    q = (rng.standard_normal((heads * 4, d)) * 0.5).astype(np.float16)
+    k, v = (rng.standard_normal((heads * s, d)).astype(np.float16) for _ in range(2))
+    mem = GlobalMemory()
+    at = {n: mem.place(a, n) for n, a in (
+        ("Q", q), ("K", k), ("V", v),
+        ("PO", np.full((heads * splits * 16, d), np.nan, np.float32)),
+        ("PL", np.full((heads * splits * 16, 1), np.nan, np.float32)),
+        ("O", np.full((heads * 4, d), np.nan, np.float32)))}  # fmt: skip
+    dims = {"RQ": heads * 4, "RK": heads * s, "RP": heads * splits * 16, "RO": heads * 4}
+    built = decode_split_mma.variant(D=d, BC=bc).compile(chip=chip)
+    filecheck(MMA_SPLIT, built.ptx)
+    ptxas_clean(built.lir, chip)
+    params = {**at, **dims, "S": s, "CH": ch, "scale": 0.125}
+    dynamic = built.lir.smem if built.lir.dynamic_smem else 0
+    result = run_lir(built.lir, (splits, heads), params, mem, check_races=True,
+                     dynamic_smem=dynamic)  # fmt: skip
+    assert result.race_free, result.format_races()
+    merge = decode_merge.variant(D=d).compile(chip=chip).lir
+    result = run_lir(merge, (heads,), {**at, **dims, "splits": splits}, mem, check_races=True)
+    assert result.race_free, result.format_races()
+    got = mem.read(at["O"])
+    for h in range(heads):
+        sc = q[4 * h : 4 * h + 4].astype(np.float64) @ k[h * s : (h + 1) * s].T.astype(np.float64)
+        p = np.exp(sc * 0.125 - (sc * 0.125).max(axis=1, keepdims=True))
+        want = p / p.sum(axis=1, keepdims=True) @ v[h * s : (h + 1) * s].astype(np.float64)
+        np.testing.assert_allclose(got[4 * h : 4 * h + 4], want, rtol=2e-3, atol=2e-3)
