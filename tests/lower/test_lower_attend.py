@@ -97,34 +97,38 @@ def test_attend_lowers_to_shuffles_and_assembles():
     ptxas_clean(k)
 
 
-@pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
-def test_split_kv_decode_example_agrees_with_float64(chip):
-    # examples/decode.py's two kernels lowered and run in the threads interpreter: two KV
-    # heads of 45 keys in splits of 16 (the last ragged), four query heads each
+def _decode_agrees(name: str, slot: int, chip: str, d: int, seed: int, bc: int | None = None):
+    """examples/decode.py's split kernel `name`, then its merge from slots of `slot` rows, in the
+    threads interpreter, race-free and against float64: two KV heads of 45 keys in splits
+    of 16 (the last ragged), four query heads each; returns the split's compiled kernel."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from examples.decode import decode_merge, decode_split
+    import examples.decode as decode
     from phobos.interp.threads import GlobalMemory, run_lir
 
-    heads, s, ch, d = 2, 45, 16, 64
+    heads, s, ch = 2, 45, 16
     splits = -(-s // ch)
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seed)
     q = (rng.standard_normal((heads * 4, d)) * 0.5).astype(np.float16)
     k, v = (rng.standard_normal((heads * s, d)).astype(np.float16) for _ in range(2))
     mem = GlobalMemory()
+    rows = heads * splits * slot
     at = {n: mem.place(a, n) for n, a in (
         ("Q", q), ("K", k), ("V", v),
-        ("PO", np.full((heads * splits * 4, d), np.nan, np.float32)),
-        ("PL", np.full((heads * splits * 4, 1), np.nan, np.float32)),
+        ("PO", np.full((rows, d), np.nan, np.float32)),
+        ("PL", np.full((rows, 1), np.nan, np.float32)),
         ("O", np.full((heads * 4, d), np.nan, np.float32)))}  # fmt: skip
-    dims = {"RQ": heads * 4, "RK": heads * s, "RP": heads * splits * 4, "RO": heads * 4}
-    split = decode_split.variant(D=d).compile(chip=chip).lir
+    dims = {"RQ": heads * 4, "RK": heads * s, "RP": rows, "RO": heads * 4}
+    consts = {"D": d} if bc is None else {"D": d, "BC": bc}
+    built = getattr(decode, name).variant(**consts).compile(chip=chip)
     params = {**at, **dims, "S": s, "CH": ch, "scale": 0.125}
-    result = run_lir(split, (splits, heads), params, mem, check_races=True)
+    dynamic = built.lir.smem if built.lir.dynamic_smem else 0
+    result = run_lir(built.lir, (splits, heads), params, mem, check_races=True,
+                     dynamic_smem=dynamic)  # fmt: skip
     assert result.race_free, result.format_races()
-    merge = decode_merge.variant(D=d).compile(chip=chip).lir
+    merge = decode.decode_merge.variant(D=d).compile(chip=chip).lir
     result = run_lir(merge, (heads,), {**at, **dims, "splits": splits}, mem, check_races=True)
     assert result.race_free, result.format_races()
     got = mem.read(at["O"])
@@ -133,6 +137,13 @@ def test_split_kv_decode_example_agrees_with_float64(chip):
         p = np.exp(sc * 0.125 - (sc * 0.125).max(axis=1, keepdims=True))
         want = p / p.sum(axis=1, keepdims=True) @ v[h * s : (h + 1) * s].astype(np.float64)
         np.testing.assert_allclose(got[4 * h : 4 * h + 4], want, rtol=2e-3, atol=2e-3)
+    return built
+
+
+@pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
+def test_split_kv_decode_example_agrees_with_float64(chip):
+    # `decode_split` (`attend`, eight warps) and the merge from its 4-row slots
+    _decode_agrees("decode_split", 4, chip, 64, seed=5)
 
 
 MMA_SPLIT = """
@@ -148,42 +159,8 @@ MMA_SPLIT = """
 @pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("d, bc", [(64, 32), (128, 64)])
 def test_split_kv_decode_on_tensor_cores_agrees_with_float64(chip, d, bc):
-    # examples/decode.py's `decode_split_mma`, then the merge from its 16-row slots, in the
-    # threads interpreter: two KV heads of 45 keys in splits of 16 (the last ragged, every
-    # key tile masked past the split), the second head's 16 query rows reading past Q
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from examples.decode import decode_merge, decode_split_mma
-    from phobos.interp.threads import GlobalMemory, run_lir
-
-    heads, s, ch = 2, 45, 16
-    splits = -(-s // ch)
-    rng = np.random.default_rng(11)
-    q = (rng.standard_normal((heads * 4, d)) * 0.5).astype(np.float16)
-    k, v = (rng.standard_normal((heads * s, d)).astype(np.float16) for _ in range(2))
-    mem = GlobalMemory()
-    at = {n: mem.place(a, n) for n, a in (
-        ("Q", q), ("K", k), ("V", v),
-        ("PO", np.full((heads * splits * 16, d), np.nan, np.float32)),
-        ("PL", np.full((heads * splits * 16, 1), np.nan, np.float32)),
-        ("O", np.full((heads * 4, d), np.nan, np.float32)))}  # fmt: skip
-    dims = {"RQ": heads * 4, "RK": heads * s, "RP": heads * splits * 16, "RO": heads * 4}
-    built = decode_split_mma.variant(D=d, BC=bc).compile(chip=chip)
+    # `decode_split_mma` and the merge from its 16-row slots: every key tile masked past
+    # the split, the second head's 16 query rows reading past Q
+    built = _decode_agrees("decode_split_mma", 16, chip, d, seed=11, bc=bc)
     filecheck(MMA_SPLIT, built.ptx)
     ptxas_clean(built.lir, chip)
-    params = {**at, **dims, "S": s, "CH": ch, "scale": 0.125}
-    dynamic = built.lir.smem if built.lir.dynamic_smem else 0
-    result = run_lir(built.lir, (splits, heads), params, mem, check_races=True,
-                     dynamic_smem=dynamic)  # fmt: skip
-    assert result.race_free, result.format_races()
-    merge = decode_merge.variant(D=d).compile(chip=chip).lir
-    result = run_lir(merge, (heads,), {**at, **dims, "splits": splits}, mem, check_races=True)
-    assert result.race_free, result.format_races()
-    got = mem.read(at["O"])
-    for h in range(heads):
-        sc = q[4 * h : 4 * h + 4].astype(np.float64) @ k[h * s : (h + 1) * s].T.astype(np.float64)
-        p = np.exp(sc * 0.125 - (sc * 0.125).max(axis=1, keepdims=True))
-        want = p / p.sum(axis=1, keepdims=True) @ v[h * s : (h + 1) * s].astype(np.float64)
-        np.testing.assert_allclose(got[4 * h : 4 * h + 4], want, rtol=2e-3, atol=2e-3)
