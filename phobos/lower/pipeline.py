@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from phobos.lower import scalars
 from phobos.lower.barriers import Slot
 from phobos.lower.errors import NotLowered
-from phobos.lower.layout import Sweep
 from phobos.lower.lir import If, Imm, Reg
 from phobos.lower.memory import Halves
+from phobos.lower.placement import copy_unrolls
 from phobos.lower.prefetch import _expand
-from phobos.lower.sweep import UNROLL, State, Sweeper, _ekey, points
+from phobos.lower.sweep import State, Sweeper, _ekey, points
 from phobos.lower.types import BYTES, elem_of
 from phobos.lower.widths import proven
 from phobos.sema import hir
@@ -79,7 +79,7 @@ class Ring:
                 # A copy cannot be versioned on a dynamic row pitch as a sweep is: it
                 # moves what the alignment proves.
                 vec = proven(lw, _expand(st.value, self.views), lw.plan.vec.get(st.label, 1))
-                if Sweep(tile.shape, lw.threads, vec).groups <= UNROLL:
+                if copy_unrolls(tile.shape, lw.threads, vec):
                     self.staged.append(Staged(st, tile, vec))
 
     def __bool__(self) -> bool:

@@ -1000,6 +1000,11 @@ class _Planner:
         if isinstance(value, hir.Ref) and value.sym in self.lets:
             value = self.lets[value.sym]
         vec = proven(self.lw, value, vec)  # a copy moves what the alignment proves
+        if not copy_unrolls(tile.shape, self.lw.threads, vec):
+            # the ring would not take it (`pipeline.Ring`): no stage spent on it
+            log.debug("`%s` not in a cp.async ring: its copy is more than %d groups of %d "
+                      "threads", sym.name, COPY_UNROLL, self.lw.threads)  # fmt: skip
+            return False
         return start <= first and last <= end and vec * BYTES[tile.elem] in (4, 8, 16)
 
     def blocked(self, cand) -> dict:
@@ -1588,6 +1593,12 @@ def _is_tile_slice(e, tiles) -> bool:
     return isinstance(e, hir.Ref) and e.sym in tiles
 
 
+# Groups of a staging tile's sweep a ring's copy issues straight-line, at most: a copy is
+# one cp.async a group with no register held, so it takes more than a sweep's `UNROLL`
+# (decode's 64 x 128 f16 key tile on one warp is 32 groups; staged by plain loads
+# instead, it ran 6x slower than 32 keys a tile in the ring, benchmarks/NOTES.md run 67).
+COPY_UNROLL = 64
+
 MAX_STAGES = 4  # the deepest cp.async ring: three turns of copies in flight
 # The stages a ring gets unless asked: two, SPEC.md's double buffering. On the H200 the
 # FMA GEMM measured the same at 2, 3 and 4 (run 23: its turns are long enough for one
@@ -1600,6 +1611,16 @@ STAGES = 2
 TMA_STAGES = 5
 MAX_TMA_STAGES = MAX_RING_STAGES  # the deepest TMA ring `PHOBOS_STAGES` asks for
 WARPGROUP = 128  # the threads of a producer warpgroup
+
+
+def copy_unrolls(shape, threads: int, vec: int) -> bool:
+    """Whether a ring's copy of a tile of `shape` at `vec` elements a vector is issued
+    straight-line by `threads` (`COPY_UNROLL` groups at most).
+
+    >>> copy_unrolls((64, 128), 32, 8), copy_unrolls((256, 128), 32, 8)
+    (True, False)
+    """
+    return Sweep(tuple(shape), threads, vec).groups <= COPY_UNROLL
 
 
 def ring_depth() -> int:
