@@ -147,8 +147,12 @@ def test_split_kv_decode_example_agrees_with_float64(chip):
 
 
 MMA_SPLIT = """
-    // the scores on mma.sync; each row's max over its quad's lanes by shuffles; the
-    // exponentials on the fragments; the weighted values on mma.sync
+    // the key and value tiles by a cp.async ring (a 64 x 128 tile on one warp is 32
+    // groups: it once fell to plain loads); the scores on mma.sync; each row's max over
+    // its quad's lanes by shuffles; the exponentials on the fragments; the weighted values
+    // on mma.sync
+    // CHECK: cp.async.cg.shared.global
+    // CHECK: cp.async.commit_group
     // CHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
     // CHECK: shfl.sync.bfly.b32
     // CHECK: ex2.approx
