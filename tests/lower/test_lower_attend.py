@@ -161,7 +161,7 @@ MMA_SPLIT = """
 
 
 @pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("d, bc", [(64, 32), (128, 64)])
+@pytest.mark.parametrize("d, bc", [(64, 32), (128, 64), (128, 128)])
 def test_split_kv_decode_on_tensor_cores_agrees_with_float64(chip, d, bc):
     # `decode_split_mma` and the merge from its 16-row slots: every key tile masked past
     # the split, the second head's 16 query rows reading past Q
