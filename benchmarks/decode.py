@@ -50,11 +50,12 @@ CTAS_PER_SM = 32  # the most CTAs an SM of sm_90 holds
 
 
 def mma_rows(b: int, s: int, sms: int, qf, kf, vf, scale: float, check) -> dict:
-    """`decode_split_mma` at BC 32 and 64, then the merge from its 16-row slots: a timed
-    function a row, each checked by `check(o)` first."""
+    """`decode_split_mma` at BC 32, 64 and 128 (its `@autotune` space is 32 and 128),
+    then the merge from its 16-row slots: a timed function a row, each checked by
+    `check(o)` first."""
     heads = b * HKV
     rows = {}
-    for bc in (32, 64):
+    for bc in (32, 64, 128):
         split = decode_split_mma.variant(D=D, BC=bc)
         smem = split.compile(chip="sm_90a").lir.smem + 1024  # and the driver's reserve
         ns = splits_for(b, s, sms, min(CTAS_PER_SM, SHARED_PER_SM // smem), least=128)
