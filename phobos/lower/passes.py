@@ -73,9 +73,7 @@ def _generate(lw, made: dict[str, Any]) -> lir.Kernel:
     lw.trap_broken_alignment()
     lw.top_block(made["normalise"])
     pipeline.check_asserted(lw)  # `@pipeline` asserts that some loop was staged ahead
-    launch = getattr(k.attrs, "launch", None)
-    if launch is not None:  # `@launch(256, MB)`: this variant's numbers
-        launch = launch.resolve(dict(k.variant))
+    launch = placement.launch_of(k)
     return lir.Kernel(
         k.name,
         tuple(lw.params),

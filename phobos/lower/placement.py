@@ -1684,6 +1684,13 @@ def plan(lw, body: hir.Block) -> Plan:
     return p.run()
 
 
+def launch_of(k):
+    """`k`'s `@launch` with this variant's numbers (`@launch(256, MB)` under MB = 2 reads
+    `Launch(256, 2)`), or None for a kernel without one."""
+    launch = getattr(k.attrs, "launch", None)
+    return None if launch is None else launch.resolve(dict(k.variant))
+
+
 def register_cap(lw) -> int:
     """The registers a thread may take under the kernel's `@launch(threads, min_blocks,
     max_regs)`: 255, or what `max_regs` says, or the register file's 65,536 shared by
@@ -1695,10 +1702,9 @@ def register_cap(lw) -> int:
         >>> register_cap(lw)
         128
     """
-    launch = getattr(lw.k.attrs, "launch", None)
+    launch = launch_of(lw.k)
     if launch is None:
         return 255
-    launch = launch.resolve(dict(lw.k.variant))
     cap = 255
     if launch.max_regs:
         cap = min(cap, launch.max_regs)
