@@ -3,12 +3,18 @@
 A line of the kernel holding `// CHECK: text` (or `# CHECK: text` in Python) says that
 `text` appears in the output after what the previous CHECK matched; `CHECK-NOT: text`
 that `text` does not appear between the two CHECKs around it (or before the first, or
-after the last); `CHECK-COUNT-n: text` that the next `n` matches of `text` follow in
-order; `PTX: text` and the like are the same for another output, named by `prefix`.
+after the last); `CHECK-NEXT: text` that `text` is on the line right after the previous
+match; `CHECK-COUNT-n: text` that the next `n` matches of `text` follow in order;
+`PTX: text` and the like are the same for another output, named by `prefix`.
 Matching is by substring, one output line at a time; `{{loop end}}` matches the
 line closing a block (`}` alone).
 
     >>> filecheck("// CHECK: b\\n// CHECK-NOT: x\\n// CHECK: d", "a\\nb\\nc\\nd")
+    >>> filecheck("// CHECK: b\\n// CHECK-NEXT: c", "a\\nb\\nc\\nd")
+    >>> filecheck("// CHECK: b\\n// CHECK-NEXT: d", "a\\nb\\nc\\nd")
+    Traceback (most recent call last):
+    ...
+    AssertionError: CHECK-NEXT: d (line 2) is not output line 3: c
     >>> filecheck("// CHECK: d\\n// CHECK: b", "a\\nb\\nc\\nd")
     Traceback (most recent call last):
     ...
@@ -21,7 +27,7 @@ import re
 
 
 def _directive(prefix: str):
-    return re.compile(rf"(?://|#)\s*{prefix}(-NOT|-COUNT-(\d+))?:\s*(.*?)\s*$")
+    return re.compile(rf"(?://|#)\s*{prefix}(-NOT|-NEXT|-COUNT-(\d+))?:\s*(.*?)\s*$")
 
 
 def directives(source: str, prefix: str = "CHECK") -> list[tuple[str, int, str, int]]:
@@ -31,7 +37,7 @@ def directives(source: str, prefix: str = "CHECK") -> list[tuple[str, int, str, 
     for number, line in enumerate(source.splitlines(), 1):
         m = pattern.search(line)
         if m:
-            kind = "not" if m.group(1) == "-NOT" else "check"
+            kind = {"-NOT": "not", "-NEXT": "next"}.get(m.group(1), "check")
             out.append((kind, int(m.group(2) or 1), m.group(3), number))
     return out
 
@@ -47,6 +53,15 @@ def filecheck(source: str, output: str, prefix: str = "CHECK") -> None:
     for kind, count, text, number in found:
         if kind == "not":
             pending.append((text, number))
+            continue
+        if kind == "next":
+            line = lines[at] if at < len(lines) else "(the end)"
+            assert at > 0 and _meets(text, line), (
+                f"{prefix}-NEXT: {text} (line {number}) is not output line {at + 1}: {line}"
+            )
+            _none_between(pending, lines, at, at)
+            pending = []
+            at += 1
             continue
         for _ in range(count):
             hit = next((i for i in range(at, len(lines)) if _meets(text, lines[i])), None)

@@ -182,7 +182,9 @@ def _examples_attention(d: int, bc: int) -> str:
 # With a producer warpgroup (PHOBOS_SPECIALIZE=1) the kernel is two arms that never join:
 # the consumers run the loop and the epilogue, the producer's first thread the K and V
 # boxes; setmaxnreg gives the consumers 232 registers each; the two consumer warpgroups
-# take turns at the tensor cores on named barriers 2 and 3 (`phobos.lower.pingpong`).
+# take turns at the tensor cores on named barriers 2 and 3 (`phobos.lower.pingpong`), a
+# turn each product group: each is issued between a wait and an arrival, and the softmax
+# between them runs outside both turns, under the other warpgroup's product.
 SPECIALIZED = """
 // SPEC: bar 0:u32
 // SPEC: setmaxnreg  [action=inc, regs=232]
@@ -191,10 +193,19 @@ SPECIALIZED = """
 // SPEC-NOT: bar 0:u32
 // SPEC: mbarrier_try_wait_parity
 // SPEC: bar %bid
-// SPEC: wgmma_fence
+// SPEC-NEXT: wgmma_fence
+// SPEC: wgmma_mma
+// SPEC: wgmma_commit
+// SPEC-NEXT: 256:u32  [arrive=1]
+// SPEC-NEXT: wgmma_wait  [pending=0]
+// SPEC: ex2.approx
+// SPEC: bar %bid
+// SPEC-NEXT: wgmma_fence
 // SPEC: wgmma_mma
 // SPEC: wgmma_commit
 // SPEC: 256:u32  [arrive=1]
+// SPEC-NEXT: }
+// SPEC-NEXT: wgmma_wait  [pending=0]
 // SPEC: mbarrier_arrive %mb
 // SPEC: {{loop end}}
 // SPEC: st.global
