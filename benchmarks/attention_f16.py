@@ -92,8 +92,9 @@ def lowered(bc: int, register_a: bool) -> GpuKernel:
     return GpuKernel(built.contract, built.ptx)
 
 
-def heads(b: int = 4, h: int = 32, s: int = 4096, d: int = 64) -> None:
-    """examples/attention.py against torch SDPA, one row a backend, causal and not."""
+def heads(b: int = 4, h: int = 32, s: int = 4096, d: int = 64, forms=None) -> None:
+    """examples/attention.py against torch SDPA, one row a backend, causal and not; the
+    Phobos forms of `HEAD_FORMS` named in `forms` (all where None)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
@@ -120,7 +121,8 @@ def heads(b: int = 4, h: int = 32, s: int = 4096, d: int = 64) -> None:
                 continue
             fns[name] = run
         grid = (s // ROWS, b * h)
-        for (form, env), bc in itertools.product(HEAD_FORMS.items(), (64, 128)):
+        chosen = {f: env for f, env in HEAD_FORMS.items() if forms is None or f in forms}
+        for (form, env), bc in itertools.product(chosen.items(), (64, 128)):
             form = f"{form} BC={bc}"
             if env is PRODUCER:
                 built = with_producer(kern, d, bc)
@@ -155,10 +157,16 @@ def main() -> None:
     ap.add_argument("--n", type=int, action="append")
     ap.add_argument("--heads", action="store_true")
     ap.add_argument("--d", type=int, action="append", help="--heads: the head dims (64, 128)")
+    ap.add_argument(
+        "--form",
+        action="append",
+        choices=sorted(HEAD_FORMS),
+        help="--heads: the Phobos forms timed (all where none is named)",
+    )
     args = ap.parse_args()
     if args.heads:
         for d in args.d or [64]:
-            heads(d=d)
+            heads(d=d, forms=args.form)
         return
     print("| N | variant | ms | TFLOP/s |")
     print("| ---: | --- | ---: | ---: |")
