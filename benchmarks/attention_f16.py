@@ -50,29 +50,32 @@ def under(env: dict, build):
 
 # The forms of examples/attention.py timed by `--heads`: the default (both products on
 # wgmma, `p` the second's A from registers, K and V by a 2-stage TMA ring), a producer
-# warpgroup at one CTA an SM (non-causal), a 3-stage ring, and `dot(p, v)` on mma.sync
-# with K and V by cp.async.
+# warpgroup at one CTA an SM (non-causal; its consumers taking turns at the tensor cores,
+# or free, or with a 3-stage ring), a 3-stage ring, and `dot(p, v)` on mma.sync with K
+# and V by cp.async.
 PRODUCER = {"PHOBOS_SPECIALIZE": "1"}  # `with_producer`'s form, at one CTA an SM
 HEAD_FORMS = {
     "phobos": {},
     "phobos producer": PRODUCER,
+    "phobos producer free": {**PRODUCER, "PHOBOS_PINGPONG": "0"},
+    "phobos producer 3 stages": {**PRODUCER, "PHOBOS_STAGES": "3"},
     "phobos rows in shared": {"PHOBOS_ACC_ROWS": "0"},
     "phobos 3 stages": {"PHOBOS_STAGES": "3"},
     "phobos mma.sync PV": {"PHOBOS_WGMMA_REGISTER_A": "0"},
 }
 
 
-def with_producer(kern, d: int, bc: int):
+def with_producer(kern, d: int, bc: int, env: dict = PRODUCER):
     """`kern` (examples/attention.py's) at one CTA an SM with a producer warpgroup
-    (`PHOBOS_SPECIALIZE=1`: 384 threads, setmaxnreg 40/232), or None where the lowering
-    gives it none (the causal kernel's two rings)."""
+    (`PHOBOS_SPECIALIZE=1`, with the rest of `env`: 384 threads, setmaxnreg 40/232), or
+    None where the lowering gives it none (the causal kernel's two rings)."""
     from phobos.build import build_kernel
     from phobos.source import SourceFile
     from phobos.syntax.parser import parse
 
     src = kern.source.replace("@launch(256, 2)", "@launch(256)")
     program, _ = parse(SourceFile(f"{kern.name}_producer.ph", src))
-    built = under({"PHOBOS_SPECIALIZE": "1"}, lambda: build_kernel(
+    built = under(env, lambda: build_kernel(
         program, kern.name, {"G": 1, "D": d, "BC": bc}, chip="sm_90a"))  # fmt: skip
     return built if built.lir.threads == 384 else None
 
@@ -124,8 +127,8 @@ def heads(b: int = 4, h: int = 32, s: int = 4096, d: int = 64, forms=None) -> No
         chosen = {f: env for f, env in HEAD_FORMS.items() if forms is None or f in forms}
         for (form, env), bc in itertools.product(chosen.items(), (64, 128)):
             form = f"{form} BC={bc}"
-            if env is PRODUCER:
-                built = with_producer(kern, d, bc)
+            if "PHOBOS_SPECIALIZE" in env:
+                built = with_producer(kern, d, bc, env)
                 if built is None:
                     continue
             else:
