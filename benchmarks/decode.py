@@ -2,7 +2,7 @@
 built-in, and `decode_split_mma` on tensor cores) against torch SDPA on the same card, in
 one run.
 
-    python benchmarks/decode.py [--b B ...] [--s S ...]
+    python benchmarks/decode.py [--b B ...] [--s S ...] [--alone]
 
 Shapes: batch B of 1, 16 and 64; 32 query heads on 8 KV heads (G = 4); a cache of S =
 8192, 4096 and 2048 keys; D = 128; f16 Q, K, V. Bytes: the cache is read once, K and
@@ -22,6 +22,7 @@ times are medians taken in turns (`run.in_turns`).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import warnings
 from pathlib import Path
@@ -49,10 +50,10 @@ SHARED_PER_SM = 228 * 1024  # an H200 SM's shared memory, its CTAs' windows toge
 CTAS_PER_SM = 32  # the most CTAs an SM of sm_90 holds
 
 
-def mma_rows(b: int, s: int, sms: int, qf, kf, vf, scale: float, check) -> dict:
+def mma_rows(b: int, s: int, sms: int, qf, kf, vf, scale: float, check, alone=False) -> dict:
     """`decode_split_mma` at BC 32, 64 and 128 (its `@autotune` space is 32 and 128),
     then the merge from its 16-row slots: a timed function a row, each checked by
-    `check(o)` first."""
+    `check(o)` first; with `alone`, also each split launch without its merge."""
     heads = b * HKV
     rows = {}
     for bc in (32, 64, 128):
@@ -73,10 +74,14 @@ def mma_rows(b: int, s: int, sms: int, qf, kf, vf, scale: float, check) -> dict:
         torch.cuda.synchronize()
         if check(o, f"mma BC={bc}"):
             rows[f"phobos mma BC={bc} ({ns} splits)"] = run
+            if alone:
+                rows[f"phobos mma BC={bc} ({ns} splits), the split alone"] = functools.partial(
+                    launch, qf, kf, vf, po, pl, s, ch, scale
+                )
     return rows
 
 
-def one(b: int, s: int, sms: int) -> None:
+def one(b: int, s: int, sms: int, alone: bool = False) -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
@@ -125,7 +130,11 @@ def one(b: int, s: int, sms: int) -> None:
 
     if check(o, "attend"):
         fns[f"phobos ({ns} splits)"] = phobos
-    fns.update(mma_rows(b, s, sms, qf, kf, vf, scale, check))
+        if alone:
+            fns[f"phobos ({ns} splits), the split alone"] = functools.partial(
+                split, qf, kf, vf, po, pl, s, ch, scale
+            )
+    fns.update(mma_rows(b, s, sms, qf, kf, vf, scale, check, alone))
     nbytes = 2 * b * HKV * s * D * 2
     # a copy of half the bytes moves as many (it reads half and writes half)
     src = torch.empty(nbytes // 4, dtype=torch.float16, device="cuda")
@@ -135,7 +144,8 @@ def one(b: int, s: int, sms: int) -> None:
     copy = timed["copy of the bytes"][0]
     peers = [ms for n, (ms, _) in timed.items() if n.startswith("SDPA")]
     for name, (ms, spread) in sorted(timed.items(), key=lambda kv: kv[1][0]):
-        ratio = f"{min(peers) / ms:.3f}x" if name.startswith("phobos") and peers else ""
+        whole = name.startswith("phobos") and not name.endswith("alone")  # a part: no ratio
+        ratio = f"{min(peers) / ms:.3f}x" if whole and peers else ""
         floor = f"{copy / ms:.0%} / {nbytes / NOMINAL * 1e3 / ms:.0%}"
         print(f"| B{b} S{s} | {name} | {ms * 1e3:.1f} | {spread:.1%} | "
               f"{nbytes / ms / 1e9:.2f} | {floor} | {ratio} |", flush=True)  # fmt: skip
@@ -145,6 +155,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--b", type=int, action="append")
     ap.add_argument("--s", type=int, action="append")
+    ap.add_argument("--alone", action="store_true", help="time each split launch alone too")
     args = ap.parse_args()
     warnings.filterwarnings("ignore", category=UserWarning)  # SDPA's notes on its backends
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -155,7 +166,7 @@ def main() -> None:
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for b in args.b or [1, 16, 64]:
         for s in args.s or [8192, 4096, 2048]:
-            one(b, s, sms)
+            one(b, s, sms, args.alone)
 
 
 if __name__ == "__main__":
