@@ -65,3 +65,35 @@ def test_attention_over_heads_on_the_card(causal, heads, kv_heads, s, d, bc, pv,
         ref = forms.reference(q[rows].double().numpy(), k[kv].double().numpy(),
                               v[kv].double().numpy(), d**-0.5, causal)  # fmt: skip
         np.testing.assert_allclose(got[rows], ref, rtol=3e-3, atol=3e-3)
+
+
+@pytest.mark.parametrize("pingpong", ["1", "0"])
+@pytest.mark.parametrize("d, bc", [(64, 128), (128, 64), (128, 128)])
+def test_attention_with_a_producer_warpgroup_on_the_card(d, bc, pingpong, monkeypatch):
+    # examples/attention.py at one CTA an SM with a producer warpgroup (PHOBOS_SPECIALIZE=1,
+    # 384 threads), its two consumer warpgroups taking turns at the tensor cores or free
+    from phobos.build import build_kernel
+    from phobos.runtime.launch_gpu import GpuKernel
+    from phobos.source import SourceFile
+    from phobos.syntax.parser import parse
+
+    monkeypatch.setenv("PHOBOS_SPECIALIZE", "1")
+    monkeypatch.setenv("PHOBOS_PINGPONG", pingpong)
+    program, diagnostics = parse(SourceFile("attention.ph", forms._examples_attention(d, bc)))
+    assert not diagnostics
+    chip = "sm_90a"
+    built = build_kernel(program, "attention", {"G": 1, "D": d, "BC": bc}, chip=chip)
+    assert built.lir.threads == 384, "the producer form did not take"
+    heads, s = 4, 512
+    q, k, v = (torch.randn(heads * s, d).half() for _ in range(3))
+    o = torch.full((heads * s, d), float("nan"), device="cuda")
+    GpuKernel(built.contract, built.ptx).launch(
+        (s // 128, heads), (q.cuda(), k.cuda(), v.cuda(), o, s, d**-0.5)
+    )
+    torch.cuda.synchronize()
+    got = o.cpu().numpy()
+    assert not np.isnan(got).any(), "elements never written"
+    for h in range(heads):
+        rows = slice(h * s, (h + 1) * s)
+        ref = forms.reference(*(x[rows].double().numpy() for x in (q, k, v)), d**-0.5, False)
+        np.testing.assert_allclose(got[rows], ref, rtol=3e-3, atol=3e-3)
