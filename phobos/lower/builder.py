@@ -72,6 +72,9 @@ class Builder:
         base = re.sub(r"\W", "_", hint or HINTS.get(type_, "r"))
         if not base or not (base[0].isalpha() or base[0] == "_"):
             base = "r" + base
+        if base[-1].isdigit():
+            # `o1` and its 17th register would be `%o117`, which `o` also names at its 117th
+            base += "_"
         while True:
             self.count += 1
             name = f"{base}{self.count}"
