@@ -137,16 +137,29 @@ def decode_merge(
     kv: ph.let = ph.ctx.block.x
     # a split's rows, 4 or 16 (mma); no splits reads none, so any slot will do
     slot: ph.let = RP // ph.max(ph.ctx.blocks.x * splits, 1)
-    m: ph.var[ph.tile[ph.f32][4, 1]] = -1.0e30
-    l: ph.var[ph.tile[ph.f32][4, 1]] = 0.0
-    o: ph.var[ph.tile[ph.f32][4, D]] = 0.0
-    for x in range(0, splits):
-        row: ph.let = (kv * splits + x) * slot
-        lse: ph.var[ph.tile[ph.f32][4, 1]] = PL[row:+4, :]
-        mn: ph.var[ph.tile[ph.f32][4, 1]] = ph.tmax(m, lse)
-        old: ph.var[ph.tile[ph.f32][4, 1]] = ph.exp(m - mn)
-        new: ph.var[ph.tile[ph.f32][4, 1]] = ph.exp(lse - mn)
-        l = l * old + new
-        o = o * old + PO[row:+4, :] * new
-        m = mn
-    O[kv * 4:+4, :] = o / l
+    # per thread: one of the 4 rows and a run of 4 of its columns, the row's running
+    # maximum and sum in registers, so nothing is shared and no barrier orders the
+    # splits; four splits a turn, whose loads need nothing of the turn before, are in
+    # flight together (a split a turn waited out one load's latency each)
+    r: ph.let = ph.ctx.thread // (D // 4)
+    c: ph.let = ph.ctx.thread % (D // 4) * 4
+    if r < 4:
+        m: ph.var[ph.f32] = -1.0e30
+        l: ph.var[ph.f32] = 0.0
+        o0: ph.var[ph.f32] = 0.0
+        o1: ph.var[ph.f32] = 0.0
+        o2: ph.var[ph.f32] = 0.0
+        o3: ph.var[ph.f32] = 0.0
+        for x in ph.unroll(4, range(0, splits)):
+            row: ph.let = (kv * splits + x) * slot + r
+            lse: ph.let = PL[row, 0]
+            mn: ph.let = ph.max(m, lse)
+            old: ph.let = ph.exp(m - mn)
+            new: ph.let = ph.exp(lse - mn)
+            l = l * old + new
+            o0 = o0 * old + ph.elem(PO[row, c:+4], 0) * new
+            o1 = o1 * old + ph.elem(PO[row, c:+4], 1) * new
+            o2 = o2 * old + ph.elem(PO[row, c:+4], 2) * new
+            o3 = o3 * old + ph.elem(PO[row, c:+4], 3) * new
+            m = mn
+        ph.store(O[kv * 4 + r, c:+4], o0 / l, o1 / l, o2 / l, o3 / l)
