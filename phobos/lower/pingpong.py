@@ -25,7 +25,9 @@ With g product groups a turn and n turns, warpgroup 0 waits g n times at barrier
 for the arrival before the loop and g n - 1 times for warpgroup 1's groups but its last;
 warpgroup 1 waits g n times at barrier 3 for warpgroup 0's g n groups. (The softmax was
 once inside one turn of both products: the other warpgroup then waited for it, and the
-form ran at 0.56-0.72x cuDNN; benchmarks/NOTES.md, run 67.) A loop body with a CTA
+form ran at 0.56-0.72x cuDNN; benchmarks/NOTES.md, run 67. A turn each group: 0.80x at
+D 64 and 0.82x at D 128, still below the same form run free, 0.85x at D 128: one product
+hides a softmax only as long as itself; run 68.) A loop body with a CTA
 barrier of its own (which both warpgroups must reach in the same turn) or fewer than two
 product groups is left as it is, and so is every kernel under `PHOBOS_PINGPONG=0`;
 PHOBOS_LOG=debug says why. (The threads interpreter runs such a loop as a strand a
