@@ -47,6 +47,11 @@ def nudged(arrays: dict, outputs: tuple[str, ...], seed: int) -> dict:
     return out
 
 
+def nudges(arrays: dict, outputs: tuple[str, ...], seed: int) -> list[dict]:
+    """`NUDGES` independent `nudged` copies of `arrays`, each its own draw from `seed`."""
+    return [nudged(arrays, outputs, seed + (k << 20)) for k in range(NUDGES)]
+
+
 def mismatches(got, want, moved, rtol: float = 2e-5, atol: float = 4e-6) -> np.ndarray:
     """Where `got` is farther from `want` than `rtol |want| + atol + 4 |want - moved|`
     (`moved`: `want` computed from nudged inputs, or a list of such, the largest move
