@@ -14,7 +14,9 @@ SDPA takes q [B, 32, 1, D] and k, v [B, 8, S, D] with `enable_gqa=True`, under i
 flash, cuDNN and math backends (the efficient one refuses grouped heads). Phobos's time is both launches (split, then merge); its
 splits are chosen to give the card one CTA a place (two an SM), at most one per 256 keys;
 the tensor-core form's rows ("phobos mma BC=..", one warp a CTA) fill the CTAs its shared
-memory lets an SM hold, at most one split per 128 keys. Each
+memory lets an SM hold, at most one split per 128 keys; "phobos merged BC=.." is
+`decode_mma`, the same splits with the merge done by each head's last CTA in the same
+launch (one launch). Each
 result is checked first against SDPA's math backend (its output poisoned with NaN);
 times are medians taken in turns (`run.in_turns`).
 """
@@ -33,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.run import in_turns  # noqa: E402
-from examples.decode import decode_merge, decode_split, decode_split_mma  # noqa: E402
+from examples.decode import decode_merge, decode_mma, decode_split, decode_split_mma  # noqa: E402
 
 HQ, HKV, D = 32, 8, 128
 NOMINAL = 4.8e12  # bytes a second: the H200's HBM3e
@@ -78,6 +80,15 @@ def mma_rows(b: int, s: int, sms: int, qf, kf, vf, scale: float, check, alone=Fa
                 rows[f"phobos mma BC={bc} ({ns} splits), the split alone"] = functools.partial(
                     launch, qf, kf, vf, po, pl, s, ch, scale
                 )
+        # the same splits merged by the last of each head's CTAs, in the one launch
+        cnt = torch.zeros(heads, dtype=torch.int32, device="cuda")
+        o = torch.full((b * HQ, D), float("nan"), device="cuda")
+        merged = functools.partial(decode_mma.variant(D=D, BC=bc)[(ns, heads)],
+                                   qf, kf, vf, po, pl, o, cnt, s, ch, scale)  # fmt: skip
+        merged()
+        torch.cuda.synchronize()
+        if check(o, f"merged BC={bc}") and cnt.count_nonzero().item() == 0:
+            rows[f"phobos merged BC={bc} ({ns} splits)"] = merged
     return rows
 
 

@@ -48,7 +48,7 @@ for part in $parts; do
       done
       # memcheck on every variant the tuner compiles of the benchmarks' kernels, a process a kernel.
       for k in vector_add softmax_rows layer_norm rms_norm hgemm hgemm_bf16 hgemm_h hgemm_hh igemm \
-               attention attention_causal decode_split decode_split_mma decode_merge kda_f16; do
+               attention attention_causal decode_split decode_split_mma decode_merge decode_mma kda_f16; do
         compute-sanitizer --tool memcheck --error-exitcode 1 python3 tests/gpu/sanitize.py variants $k > "$out/san-memcheck-variants-$k.log" 2>&1
         echo "sanitizer memcheck variants $k: status $? (0 expected)"; tail -1 "$out/san-memcheck-variants-$k.log"
       done

@@ -80,21 +80,8 @@ def decode_split(
     PL[row:+4, :] = m + ph.log(l)
 
 
-@ph.kernel
-@ph.autotune(D=[64, 128], BC=[32, 128])
-@ph.tensorcore
-@ph.dynshared
-@ph.launch(32)
-def decode_split_mma(
-    Q: ph.tensor[ph.f16][RQ, D],
-    K: ph.tensor[ph.f16][RK, D],
-    V: ph.tensor[ph.f16][RK, D],
-    PO: ph.tensor[ph.f32][RP, D],
-    PL: ph.tensor[ph.f32][RP, 1],
-    S: ph.i32,
-    CH: ph.i32,
-    scale: ph.f32,
-):
+@ph.fn(uses=("D", "BC"))
+def split_on_tensor_cores(Q, K, V, PO, PL, S, CH, scale):
     kv: ph.let = ph.ctx.block.y
     split: ph.let = ph.ctx.block.x
     first: ph.let = kv * S + split * CH
@@ -125,6 +112,59 @@ def decode_split_mma(
     PL[row:+16, :] = m + ph.log(l)
 
 
+
+
+@ph.kernel
+@ph.autotune(D=[64, 128], BC=[32, 128])
+@ph.tensorcore
+@ph.dynshared
+@ph.launch(32)
+def decode_split_mma(
+    Q: ph.tensor[ph.f16][RQ, D],
+    K: ph.tensor[ph.f16][RK, D],
+    V: ph.tensor[ph.f16][RK, D],
+    PO: ph.tensor[ph.f32][RP, D],
+    PL: ph.tensor[ph.f32][RP, 1],
+    S: ph.i32,
+    CH: ph.i32,
+    scale: ph.f32,
+):
+    split_on_tensor_cores(Q, K, V, PO, PL, S, CH, scale)
+
+
+@ph.kernel
+@ph.autotune(D=[64, 128], BC=[32, 128])
+@ph.tensorcore
+@ph.dynshared
+@ph.launch(32)
+def decode_mma(
+    Q: ph.tensor[ph.f16][RQ, D],
+    K: ph.tensor[ph.f16][RK, D],
+    V: ph.tensor[ph.f16][RK, D],
+    PO: ph.tensor[ph.f32][RP, D],
+    PL: ph.tensor[ph.f32][RP, 1],
+    O: ph.tensor[ph.f32][RO, D],
+    CNT: ph.tensor[ph.i32][NKV],
+    S: ph.i32,
+    CH: ph.i32,
+    scale: ph.f32,
+):
+    split_on_tensor_cores(Q, K, V, PO, PL, S, CH, scale)
+    # The split's partials are out; the last split of this KV head to count itself in
+    # (the atomic is acquire-release: every partial counted before it is visible) merges
+    # them all, so the merge needs no launch of its own.
+    kv: ph.let = ph.ctx.block.y
+    splits: ph.let = ph.ctx.blocks.x
+    done: ph.let = ph.atomic_add(CNT, kv, 1)
+    if done == splits - 1:
+        # 4 rows of D / 4 runs of four columns: D / 32 runs a lane
+        for j in range(0, D // 32):
+            run: ph.let = ph.ctx.thread + j * 32
+            merge_run(PO, PL, O, kv, splits, 16, run // (D // 4), run % (D // 4) * 4)
+        # re-armed for the next launch (nothing else counts this head's splits now)
+        ph.atomic_add(CNT, kv, -splits)
+
+
 @ph.kernel
 @ph.autotune(D=[64, 128])
 @ph.launch(128)
@@ -144,22 +184,29 @@ def decode_merge(
     r: ph.let = ph.ctx.thread // (D // 4)
     c: ph.let = ph.ctx.thread % (D // 4) * 4
     if r < 4:
-        m: ph.var[ph.f32] = -1.0e30
-        l: ph.var[ph.f32] = 0.0
-        o0: ph.var[ph.f32] = 0.0
-        o1: ph.var[ph.f32] = 0.0
-        o2: ph.var[ph.f32] = 0.0
-        o3: ph.var[ph.f32] = 0.0
-        for x in ph.unroll(4, range(0, splits)):
-            row: ph.let = (kv * splits + x) * slot + r
-            lse: ph.let = PL[row, 0]
-            mn: ph.let = ph.max(m, lse)
-            old: ph.let = ph.exp(m - mn)
-            new: ph.let = ph.exp(lse - mn)
-            l = l * old + new
-            o0 = o0 * old + ph.elem(PO[row, c:+4], 0) * new
-            o1 = o1 * old + ph.elem(PO[row, c:+4], 1) * new
-            o2 = o2 * old + ph.elem(PO[row, c:+4], 2) * new
-            o3 = o3 * old + ph.elem(PO[row, c:+4], 3) * new
-            m = mn
-        ph.store(O[kv * 4 + r, c:+4], o0 / l, o1 / l, o2 / l, o3 / l)
+        merge_run(PO, PL, O, kv, splits, slot, r, c)
+
+
+@ph.fn
+def merge_run(PO, PL, O, kv, splits, slot, r, c):
+    # row r's four columns from c of KV head kv's merged output, over its splits' slots
+    # of `slot` rows: the row's running maximum and sum in registers
+    m: ph.var[ph.f32] = -1.0e30
+    l: ph.var[ph.f32] = 0.0
+    o0: ph.var[ph.f32] = 0.0
+    o1: ph.var[ph.f32] = 0.0
+    o2: ph.var[ph.f32] = 0.0
+    o3: ph.var[ph.f32] = 0.0
+    for x in ph.unroll(4, range(0, splits)):
+        row: ph.let = (kv * splits + x) * slot + r
+        lse: ph.let = PL[row, 0]
+        mn: ph.let = ph.max(m, lse)
+        old: ph.let = ph.exp(m - mn)
+        new: ph.let = ph.exp(lse - mn)
+        l = l * old + new
+        o0 = o0 * old + ph.elem(PO[row, c:+4], 0) * new
+        o1 = o1 * old + ph.elem(PO[row, c:+4], 1) * new
+        o2 = o2 * old + ph.elem(PO[row, c:+4], 2) * new
+        o3 = o3 * old + ph.elem(PO[row, c:+4], 3) * new
+        m = mn
+    ph.store(O[kv * 4 + r, c:+4], o0 / l, o1 / l, o2 / l, o3 / l)

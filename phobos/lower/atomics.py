@@ -7,8 +7,8 @@ in shared memory (`bcast`, one per kernel, reused by every such call):
 
 | Phobos                    | thread 0, between `bar.sync 0` and `bar.sync 0`          | then      |
 |---------------------------|-----------------------------------------------------------|-----------|
-| `atomic_add(t, i, v)`     | `atom.global.add.{s32,f32}` -> `st.shared [bcast]`        | all `ld.shared [bcast]` |
-| `atomic_cas(t, i, e, v)`  | `atom.global.cas.b32` -> `st.shared [bcast]`              | all `ld.shared [bcast]` |
+| `atomic_add(t, i, v)`     | `atom.acq_rel.gpu.global.add.{s32,f32}` -> `st.shared [bcast]` | all `ld.shared [bcast]` |
+| `atomic_cas(t, i, e, v)`  | `atom.acq_rel.gpu.global.cas.b32` -> `st.shared [bcast]`   | all `ld.shared [bcast]` |
 | `load_acquire(t, i)`      | `ld.acquire.sys.global.s32` -> `st.shared [bcast]`        | all `ld.shared [bcast]` |
 | `store_release(t, i, v)`  | `st.release.sys.global.s32` (after the first barrier only)| -         |
 | `grid_barrier(bar)`       | the generation barrier below                              | -         |
@@ -17,8 +17,16 @@ The slot follows the kernel's other shared buffers, in `$smem` or, for a `@dynsh
 kernel, in its dynamic window (whose launch size, `smem`, includes it).
 
 The first barrier keeps thread 0 from overwriting the slot before every thread has
-read the previous result, and (for `store_release`) makes every thread's earlier
-writes visible to thread 0, whose release is cumulative over them.
+read the previous result, and (for `store_release` and the atomics) makes every
+thread's earlier writes visible to thread 0, whose release is cumulative over them.
+
+The atomics are acquire-release at device scope (Phobos's reading: SPEC.md says
+"atomically" and leaves the ordering unsaid). A block's writes before the call are
+then visible to any block whose call reads the value it left, once that block's
+second barrier has passed: the last block of a group to count itself in may read what
+the others wrote (examples/decode.py's `decode_mma` merges its splits so). A relaxed
+atomic would order nothing but the word itself, and the pattern would read stale
+partials.
 
 `grid_barrier(bar)` is a counting barrier on two words: `bar[0]` counts the blocks
 arrived, `bar[1]` is the generation. Thread 0 of each block, after `bar.sync 0`:
@@ -123,7 +131,8 @@ def atomic_add(lw, e: hir.Builtin) -> Value:
 
     def make():
         old = lw.b.reg(t, "old")
-        lw.b.emit("atom", (old,), (addr, v), space="global", atom="add", type=t)
+        lw.b.emit("atom", (old,), (addr, v), space="global", atom="add", type=t,
+                  sem="acq_rel", scope="gpu")  # fmt: skip
         return old
 
     return _once(lw, e, make, t)
@@ -135,7 +144,8 @@ def atomic_cas(lw, e: hir.Builtin) -> Value:
 
     def make():
         old = lw.b.reg("s32", "old")
-        lw.b.emit("atom", (old,), (addr, want, new), space="global", atom="cas", type="s32")
+        lw.b.emit("atom", (old,), (addr, want, new), space="global", atom="cas", type="s32",
+                  sem="acq_rel", scope="gpu")  # fmt: skip
         return old
 
     return _once(lw, e, make, "s32")

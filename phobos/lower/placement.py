@@ -235,8 +235,19 @@ def _normalize(body: hir.Block) -> hir.Block:
     return hir.Block(tuple(_stmts(body.stmts)), span=body.span)
 
 
-def _stmts(stmts):
+def _spliced(stmts):
+    """`stmts` with each nested block's statements in its place: a block (a statement
+    fn spliced in) is a scope, not a loop, and its names are resolved by now, so what
+    it binds is bound where the block stands."""
     for s in stmts:
+        if isinstance(s, hir.Block):
+            yield from _spliced(s.stmts)
+        else:
+            yield s
+
+
+def _stmts(stmts):
+    for s in _spliced(stmts):
         out: list = []
         s2 = _stmt(s, out)
         yield from out
@@ -279,7 +290,7 @@ def _stageable_views(body) -> dict:
             written.update(_root(a, views) for a in node.args)
     # Only a view bound outside every loop: one bound in a loop is staged where it is
     # read, so that the staging tiles of one turn (`k`, then `v`) may share bytes.
-    top = {s.sym for s in body.stmts if isinstance(s, hir.Let)}
+    top = {s.sym for s in _spliced(body.stmts) if isinstance(s, hir.Let)}
     return {
         sym: None
         for sym, value in views.items()

@@ -94,7 +94,10 @@ def k(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], bar: ph.tensor[ph.i32][2
         "atomic_add": Entry(
             "`old = t[i]; t[i] += v` atomically across the device, once per block, between two "
             "CTA barriers; every thread gets the same `old`. `t` is a named `i32` or `f32` "
-            "tensor parameter; the result has its element type.",
+            "tensor parameter; the result has its element type. Ours beyond SPEC: the atomic "
+            "is acquire-release at device scope, so the block's writes before it are visible "
+            "to a block whose `atomic_add` or `atomic_cas` reads the value it left (the last "
+            "block of a group to count itself in may read what the others wrote).",
             """\
 @ph.kernel
 def k(counter: ph.tensor[ph.i32][4], first: ph.tensor[ph.i32][N]):
@@ -104,7 +107,8 @@ def k(counter: ph.tensor[ph.i32][4], first: ph.tensor[ph.i32][N]):
         ),
         "atomic_cas": Entry(
             "`old = t[i]; if old == e { t[i] = v }` atomically, once per block, every thread "
-            "getting `old`. `t` is a named `i32` tensor parameter; `e` and `v` are integers.",
+            "getting `old`. `t` is a named `i32` tensor parameter; `e` and `v` are integers. "
+            "Ordered as `atomic_add` is (acquire-release at device scope; ours).",
             """\
 @ph.kernel
 def k(lock: ph.tensor[ph.i32][4], owner: ph.tensor[ph.i32][N]):

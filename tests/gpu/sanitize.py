@@ -226,10 +226,16 @@ def _attention(kernel, v):
 def _decode(kernel, v):
     d, heads, n, ch = v["D"], 4, 1000, 256
     splits = -(-n // ch)
-    slot = 16 if kernel.name == "decode_split_mma" else 4  # a split's rows of partials
+    slot = 4 if kernel.name == "decode_split" else 16  # a split's rows of partials
     po = _cuda(heads * splits * slot, d)
     pl = _cuda(heads * splits * slot, 1)
-    if kernel.name in ("decode_split", "decode_split_mma"):
+    if kernel.name == "decode_mma":  # the merge in its last split: counters from zero
+        q = _cuda(heads * 4, d, dtype=torch.float16)
+        k, vv = (_cuda(heads * n, d, dtype=torch.float16) for _ in range(2))
+        cnt = torch.zeros(4, dtype=torch.int32, device="cuda")  # a head each, 4 heads
+        o = torch.empty(heads * 4, d, device="cuda")
+        kernel[(splits, heads)](q, k, vv, po, pl, o, cnt, n, ch, d**-0.5)
+    elif kernel.name in ("decode_split", "decode_split_mma"):
         q = _cuda(heads * 4, d, dtype=torch.float16)
         k, vv = (_cuda(heads * n, d, dtype=torch.float16) for _ in range(2))
         kernel[(splits, heads)](q, k, vv, po, pl, n, ch, d**-0.5)
@@ -265,6 +271,7 @@ VARIANT_KERNELS = {
     "decode_split": ("examples.decode", _decode),
     "decode_split_mma": ("examples.decode", _decode),
     "decode_merge": ("examples.decode", _decode),
+    "decode_mma": ("examples.decode", _decode),
     "kda_f16": ("examples.kda_f16", _kda_f16),
 }
 # Never the tuner's pick, and refused by memcheck alone (attention_kernels says why).

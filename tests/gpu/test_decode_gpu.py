@@ -1,5 +1,6 @@
 """Split-KV decode attention on the card (examples/decode.py: the `attend` built-in, and
-`decode_split_mma` on tensor cores, its 16-row slots merged by the same kernel):
+`decode_split_mma` on tensor cores, its 16-row slots merged by the same kernel; and
+`decode_mma`, whose last split of a head merges them in the same launch):
 one token's 4 query heads a KV head, the cache split between CTAs (the last split
 ragged), launched as a user launches it, outputs poisoned with NaN first, against a
 float64 reference."""
@@ -16,10 +17,12 @@ from gpukit import torch_on_a_gpu
 torch = torch_on_a_gpu()
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from examples.decode import decode_merge, decode_split, decode_split_mma  # noqa: E402
+from examples.decode import decode_merge, decode_mma, decode_split, decode_split_mma  # noqa: E402
 
 
-@pytest.mark.parametrize("form", ["attend", "mma BC=32", "mma BC=64"])
+@pytest.mark.parametrize(
+    "form", ["attend", "mma BC=32", "mma BC=64", "merged BC=32", "merged BC=128"]
+)
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("heads, s, ch", [(8, 1000, 256), (3, 4100, 512), (16, 300, 1024)])
 def test_split_kv_decode_on_the_card(heads, s, ch, d, form):
@@ -33,10 +36,20 @@ def test_split_kv_decode_on_the_card(heads, s, ch, d, form):
     o = torch.full((heads * 4, d), float("nan"), device="cuda")
     if form == "attend":
         split = decode_split.variant(D=d)
-    else:
+    elif form.startswith("mma"):
         split = decode_split_mma.variant(D=d, BC=int(form.split("=")[1]))
-    split[(splits, heads)](q.cuda(), k.cuda(), v.cuda(), po, pl, s, ch, scale)
-    decode_merge.variant(D=d)[(heads,)](po, pl, o, splits)
+    if not form.startswith("merged"):
+        split[(splits, heads)](q.cuda(), k.cuda(), v.cuda(), po, pl, s, ch, scale)
+        decode_merge.variant(D=d)[(heads,)](po, pl, o, splits)
+    else:
+        # twice on the same counters, O poisoned before each: the second launch merges
+        # only if the first left every count re-armed at zero
+        merged = decode_mma.variant(D=d, BC=int(form.split("=")[1]))
+        cnt = torch.zeros(-(-heads // 4) * 4, dtype=torch.int32, device="cuda")  # padded
+        for _ in range(2):
+            o.fill_(float("nan"))
+            merged[(splits, heads)](q.cuda(), k.cuda(), v.cuda(), po, pl, o, cnt, s, ch, scale)
+        assert not cnt.any()
     torch.cuda.synchronize()
     got = o.cpu().numpy()
     assert not np.isnan(got).any(), "elements never written"

@@ -38,7 +38,9 @@ kernel k(X: tensor<i32>[G], H: tensor<i32>[8], S: tensor<f32>[4], O: tensor<i32>
   O[ctx.block.x * ctx.threads + ctx.thread] = old * 16 + i32(f)
 }""")
     [add] = ops(k, "atom", atom="add", type="s32")
-    assert ops(k, "atom", atom="add", type="f32")
+    [fadd] = ops(k, "atom", atom="add", type="f32")
+    for atom in (add, fadd):  # ordered, so a block may read what the counted-in wrote
+        assert (atom.attr("sem"), atom.attr("scope")) == ("acq_rel", "gpu")
     assert len(ops(k, "bar")) == 4  # two barriers around each atomic
     x = rng.integers(1, 1000, 12).astype(np.int32)
     ref, _ = agree(hk, k, 12, {"X": x, "H": np.ones(8, np.int32),
@@ -75,6 +77,37 @@ def test_histogram_in_a_dynshared_kernel_broadcasts_through_its_dynamic_window()
               "O": np.ones(4 * 64, np.int32)}  # fmt: skip
     ref, _ = agree(hk, k, 4, arrays, dynamic_smem=contract.dynamic_smem)
     assert ref["H"].sum() == 4 and ref["F"].tolist() == [5, 3]
+
+
+LAST_BLOCK_SUMS = """
+kernel k(X: tensor<f32>[N], P: tensor<f32>[G], C: tensor<i32>[1], O: tensor<f32>[1]) {
+  let b = ctx.block.x
+  let s = sum<over ctx.thread>(X[b * 256 + ctx.thread])
+  if ctx.thread == 0 { P[b] = s }
+  barrier()
+  let done = atomic_add(C, 0, 1)
+  if done == ctx.blocks.x - 1 {
+    // the last block to count itself in reads every block's partial
+    var t: f32 = 0.0
+    for j in range(0, ctx.blocks.x) {
+      t += P[j]
+    }
+    if ctx.thread == 0 { O[0] = t }
+    let rearmed = atomic_add(C, 0, 0 - ctx.blocks.x)
+  }
+}"""
+
+
+def test_the_last_block_to_count_in_reads_the_others_partials():
+    hk, k = lowered(LAST_BLOCK_SUMS)
+    adds = ops(k, "atom", atom="add")
+    assert len(adds) == 2 and all(a.attr("sem") == "acq_rel" for a in adds)
+    x = rng.standard_normal(5 * 256).astype(np.float32)
+    arrays = {"X": x, "P": np.full(5, np.nan, np.float32), "C": np.zeros(1, np.int32),
+              "O": np.full(1, np.nan, np.float32)}  # fmt: skip
+    ref, _ = agree(hk, k, 5, arrays)
+    assert ref["C"].tolist() == [0]  # re-armed for the next launch
+    assert abs(ref["O"][0] - x.astype(np.float64).sum()) < 1e-3
 
 
 def test_atomic_cas_gives_every_thread_old():

@@ -97,10 +97,14 @@ def test_attend_lowers_to_shuffles_and_assembles():
     ptxas_clean(k)
 
 
-def _decode_agrees(name: str, slot: int, chip: str, d: int, seed: int, bc: int | None = None):
+def _decode_agrees(
+    name: str, slot: int, chip: str, d: int, seed: int, bc: int | None = None, launches: int = 1
+):
     """examples/decode.py's split kernel `name`, then its merge from slots of `slot` rows, in the
     threads interpreter, race-free and against float64: two KV heads of 45 keys in splits
-    of 16 (the last ragged), four query heads each; returns the split's compiled kernel."""
+    of 16 (the last ragged), four query heads each; returns the split's compiled kernel.
+    `decode_mma` merges in its last split instead of a second launch: it runs `launches`
+    times on the same counters, which each launch must leave at zero."""
     import sys
     from pathlib import Path
 
@@ -115,22 +119,30 @@ def _decode_agrees(name: str, slot: int, chip: str, d: int, seed: int, bc: int |
     k, v = (rng.standard_normal((heads * s, d)).astype(np.float16) for _ in range(2))
     mem = GlobalMemory()
     rows = heads * splits * slot
+    # CNT: decode_mma's counter a head, padded to 4 as every extent bound at launch is
     at = {n: mem.place(a, n) for n, a in (
         ("Q", q), ("K", k), ("V", v),
         ("PO", np.full((rows, d), np.nan, np.float32)),
         ("PL", np.full((rows, 1), np.nan, np.float32)),
-        ("O", np.full((heads * 4, d), np.nan, np.float32)))}  # fmt: skip
-    dims = {"RQ": heads * 4, "RK": heads * s, "RP": rows, "RO": heads * 4}
+        ("O", np.full((heads * 4, d), np.nan, np.float32)),
+        ("CNT", np.zeros(4, np.int32)))}  # fmt: skip
+    dims = {"RQ": heads * 4, "RK": heads * s, "RP": rows, "RO": heads * 4, "NKV": 4}
     consts = {"D": d} if bc is None else {"D": d, "BC": bc}
     built = getattr(decode, name).variant(**consts).compile(chip=chip)
     params = {**at, **dims, "S": s, "CH": ch, "scale": 0.125}
     dynamic = built.lir.smem if built.lir.dynamic_smem else 0
-    result = run_lir(built.lir, (splits, heads), params, mem, check_races=True,
-                     dynamic_smem=dynamic)  # fmt: skip
-    assert result.race_free, result.format_races()
-    merge = decode.decode_merge.variant(D=d).compile(chip=chip).lir
-    result = run_lir(merge, (heads,), {**at, **dims, "splits": splits}, mem, check_races=True)
-    assert result.race_free, result.format_races()
+    for _ in range(launches):
+        mem.write(at["O"], np.full((heads * 4, d), np.nan, np.float32))  # poisoned again
+        result = run_lir(built.lir, (splits, heads), params, mem, check_races=True,
+                         dynamic_smem=dynamic)  # fmt: skip
+        assert result.race_free, result.format_races()
+    if name == "decode_mma":
+        assert mem.read(at["CNT"]).tolist() == [0] * 4  # re-armed
+    else:
+        merge = decode.decode_merge.variant(D=d).compile(chip=chip).lir
+        result = run_lir(merge, (heads,), {**at, **dims, "splits": splits}, mem,
+                         check_races=True)  # fmt: skip
+        assert result.race_free, result.format_races()
     got = mem.read(at["O"])
     for h in range(heads):
         sc = q[4 * h : 4 * h + 4].astype(np.float64) @ k[h * s : (h + 1) * s].T.astype(np.float64)
@@ -167,4 +179,28 @@ def test_split_kv_decode_on_tensor_cores_agrees_with_float64(chip, d, bc):
     # the split, the second head's 16 query rows reading past Q
     built = _decode_agrees("decode_split_mma", 16, chip, d, seed=11, bc=bc)
     filecheck(MMA_SPLIT, built.ptx)
+    ptxas_clean(built.lir, chip)
+
+
+MMA_MERGED = """
+    // the split as `decode_split_mma` computes it, then one acquire-release count a
+    // CTA, and the merge in the CTA that counts last: its partials read back from global
+    // memory, the output written by four-wide stores, the count re-armed
+    // CHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+    // CHECK: bar.sync
+    // CHECK: atom.acq_rel.gpu.global.add.s32
+    // CHECK: bar.sync
+    // CHECK: ld.global.f32
+    // CHECK: st.global.v4.f32
+    // CHECK: atom.acq_rel.gpu.global.add.s32
+"""
+
+
+@pytest.mark.parametrize("chip", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("d, bc", [(64, 32), (128, 128)])
+def test_split_kv_decode_merged_in_its_last_split_agrees_with_float64(chip, d, bc):
+    # `decode_mma`: one launch, twice on the same counters, O poisoned before each: the
+    # second must find them re-armed, or no split merges and O stays NaN
+    built = _decode_agrees("decode_mma", 16, chip, d, seed=13, bc=bc, launches=2)
+    filecheck(MMA_MERGED, built.ptx)
     ptxas_clean(built.lir, chip)
