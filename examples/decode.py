@@ -12,8 +12,12 @@ split's output (normalised) and its log-sum-exp. `decode_split_mma` computes the
 split on tensor cores, in the spec's flash-attention style: one warp a CTA, the G rows
 padded to the 16 of an mma.sync (`dot_t`, then `dot` with the probabilities kept in the
 scores' registers), key tiles of BC; it writes a slot of 16 rows a split, whose first G
-the merge reads. `decode_merge` merges the splits of each KV head's G rows, as SPEC.md
-says the caller does, from slots of 4 or 16 rows (the partials' rows tell which):
+the merge reads. `decode_mma` is the same split followed by the merge in the one
+launch: each CTA counts itself in on its KV head's counter (`CNT`, zeroed once, a
+multiple of 4 long) and the last to count merges the head's partials and re-arms the
+counter (docs/attention.md, "The merge in the last split"). `decode_merge` merges the
+splits of each KV head's G rows, as SPEC.md says the caller does, from slots of 4 or
+16 rows (the partials' rows tell which):
 
     M = max_x lse_x;   O = sum_x exp(lse_x - M) O_x / sum_x exp(lse_x - M)
 
