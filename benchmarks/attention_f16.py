@@ -7,7 +7,8 @@ and efficient backends on the same head, in one run on one card.
 
 `--heads` times examples/attention.py instead, B 4, H 32, S 4096, D 64 (`--d` for others), causal and not,
 against torch SDPA's flash, cuDNN and efficient backends (causal FLOPs counted as half),
-each Phobos form at both key tiles of the example's space (BC 64 and 128).
+each Phobos form at both key tiles of the example's space (BC 64 and 128), and
+(not causal) `attention_ahead` in the forms of `AHEAD_FORMS`.
 
 FLOPs: `4 Nq Nk D` (two products). Each Phobos result is checked first against a float64
 reference (its output poisoned with NaN); times are medians taken in turns
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.run import in_turns  # noqa: E402
-from examples.attention import ROWS, attention, attention_causal  # noqa: E402
+from examples.attention import ROWS, attention, attention_ahead, attention_causal  # noqa: E402
 from examples.flash_attention_f16 import flash_attention_f16  # noqa: E402
 from phobos.runtime.launch_gpu import GpuKernel  # noqa: E402
 
@@ -80,6 +81,35 @@ def with_producer(kern, d: int, bc: int, env: dict = PRODUCER):
     return built if built.lir.threads == 384 else None
 
 
+# examples/attention.py's `attention_ahead` (the next tile's scores before this tile's
+# softmax, one CTA an SM), timed beside the forms above where they are not causal: as
+# compiled, with the scores' wait where it is issued (PHOBOS_OVERLAP=0: what putting it
+# off gains), and at two CTAs an SM where its registers allow (D 64, BC 64).
+AHEAD_FORMS = {
+    "phobos ahead": {},
+    "phobos ahead, waits in place": {"PHOBOS_OVERLAP": "0"},
+    "phobos ahead 2 CTAs": {},
+}
+
+
+def ahead(form: str, d: int, bc: int):
+    """`attention_ahead` in `form` (of AHEAD_FORMS), or None where the form does not
+    apply (two CTAs an SM only at D 64, BC 64)."""
+    from phobos.build import build_kernel
+    from phobos.source import SourceFile
+    from phobos.syntax.parser import parse
+
+    if form.endswith("2 CTAs"):
+        if (d, bc) != (64, 64):
+            return None
+        src = attention_ahead.source.replace("@launch(256)", "@launch(256, 2)")
+        program, _ = parse(SourceFile("attention_ahead_2.ph", src))
+        return build_kernel(program, "attention_ahead", {"G": 1, "D": d, "BC": bc},
+                            chip="sm_90a")  # fmt: skip
+    return under(AHEAD_FORMS[form], lambda: attention_ahead.variant(G=1, D=d, BC=bc)
+                 .compile(chip="sm_90a"))  # fmt: skip
+
+
 def lowered(bc: int, register_a: bool) -> GpuKernel:
     saved = os.environ.pop("PHOBOS_REGISTER_A", None)
     try:
@@ -125,15 +155,21 @@ def heads(b: int = 4, h: int = 32, s: int = 4096, d: int = 64, forms=None) -> No
             fns[name] = run
         grid = (s // ROWS, b * h)
         chosen = {f: env for f, env in HEAD_FORMS.items() if forms is None or f in forms}
+        builds = []
         for (form, env), bc in itertools.product(chosen.items(), (64, 128)):
-            form = f"{form} BC={bc}"
             if "PHOBOS_SPECIALIZE" in env:
                 built = with_producer(kern, d, bc, env)
-                if built is None:
-                    continue
             else:
                 built = under(env, lambda kern=kern, bc=bc: kern.variant(G=1, D=d, BC=bc)
                               .compile(chip="sm_90a"))  # fmt: skip
+            builds.append((f"{form} BC={bc}", built))
+        if not causal:
+            for form, bc in itertools.product(AHEAD_FORMS, (64, 128)):
+                if forms is None or form in forms:
+                    builds.append((f"{form} BC={bc}", ahead(form, d, bc)))
+        for form, built in builds:
+            if built is None:
+                continue
             gk = GpuKernel(built.contract, built.ptx)
             o = torch.full((b * h * s, d), float("nan"), device="cuda")
             args = (q.view(-1, d), k.view(-1, d), v.view(-1, d), o, s, scale)
@@ -163,7 +199,7 @@ def main() -> None:
     ap.add_argument(
         "--form",
         action="append",
-        choices=sorted(HEAD_FORMS),
+        choices=sorted([*HEAD_FORMS, *AHEAD_FORMS]),
         help="--heads: the Phobos forms timed (all where none is named)",
     )
     args = ap.parse_args()

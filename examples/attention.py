@@ -29,6 +29,22 @@ import phobos.lang as ph
 ROWS = 128  # the query rows of a CTA: the grid's x is S // ROWS
 
 
+@ph.fn
+def online_softmax(s, v, m, l, acc, scale):
+    # one key tile's scores `s` folded in: the row maxima `m` and sums `l` brought up to
+    # date, `acc` rescaled to the new maxima, then `p v` added, `p` rounded to f16
+    mnew: ph.var = ph.rowmax(s)
+    mnew = ph.tmax(m, mnew * scale)
+    e: ph.var = ph.exp(s * scale - mnew)
+    p: ph.var = ph.f16(e)
+    corr: ph.var = ph.exp(m - mnew)
+    l = l * corr
+    l += ph.rowsum(e)
+    acc = acc * corr
+    acc += ph.dot(p, v)
+    m = mnew
+
+
 @ph.kernel
 @ph.autotune(G=[1, 8], D=[64, 128], BC=[64, 128])
 @ph.tensorcore
@@ -54,16 +70,7 @@ def attention(
         k: ph.let = K[kv + kt:+BC, :]
         v: ph.let = V[kv + kt:+BC, :]
         s: ph.var[ph.tile[ph.f32][128, BC]] = ph.dot_t(q, k)
-        mnew: ph.var[ph.tile[ph.f32][128, 1]] = ph.rowmax(s)
-        mnew = ph.tmax(m, mnew * scale)
-        e: ph.var[ph.tile[ph.f32][128, BC]] = ph.exp(s * scale - mnew)
-        p: ph.var[ph.tile[ph.f16][128, BC]] = ph.f16(e)
-        corr: ph.var[ph.tile[ph.f32][128, 1]] = ph.exp(m - mnew)
-        l = l * corr
-        l += ph.rowsum(e)
-        acc = acc * corr
-        acc += ph.dot(p, v)
-        m = mnew
+        online_softmax(s, v, m, l, acc, scale)
     acc = acc / l
     O[base:+128, :] = acc
 
@@ -93,31 +100,50 @@ def attention_causal(
         k: ph.let = K[kv + kt:+BC, :]
         v: ph.let = V[kv + kt:+BC, :]
         s: ph.var[ph.tile[ph.f32][128, BC]] = ph.dot_t(q, k)
-        mnew: ph.var[ph.tile[ph.f32][128, 1]] = ph.rowmax(s)
-        mnew = ph.tmax(m, mnew * scale)
-        e: ph.var[ph.tile[ph.f32][128, BC]] = ph.exp(s * scale - mnew)
-        p: ph.var[ph.tile[ph.f16][128, BC]] = ph.f16(e)
-        corr: ph.var[ph.tile[ph.f32][128, 1]] = ph.exp(m - mnew)
-        l = l * corr
-        l += ph.rowsum(e)
-        acc = acc * corr
-        acc += ph.dot(p, v)
-        m = mnew
+        online_softmax(s, v, m, l, acc, scale)
     for kd in range(row, row + 128, BC):  # the diagonal's key tiles, masked
         k2: ph.let = K[kv + kd:+BC, :]
         v2: ph.let = V[kv + kd:+BC, :]
         s2: ph.var[ph.tile[ph.f32][128, BC]] = ph.dot_t(q, k2)
         s2 = ph.where(ph.iota(1) + kd <= ph.iota(0) + row, s2, -1.0e30)
-        m2: ph.var[ph.tile[ph.f32][128, 1]] = ph.rowmax(s2)
-        m2 = ph.tmax(m, m2 * scale)
-        e2: ph.var[ph.tile[ph.f32][128, BC]] = ph.exp(s2 * scale - m2)
-        p2: ph.var[ph.tile[ph.f16][128, BC]] = ph.f16(e2)
-        c2: ph.var[ph.tile[ph.f32][128, 1]] = ph.exp(m - m2)
-        l = l * c2
-        l += ph.rowsum(e2)
-        acc = acc * c2
-        acc += ph.dot(p2, v2)
-        m = m2
+        online_softmax(s2, v2, m, l, acc, scale)
+    acc = acc / l
+    O[base:+128, :] = acc
+
+
+@ph.kernel
+@ph.autotune(G=[1, 8], D=[64, 128], BC=[64, 128])
+@ph.tensorcore
+@ph.dynshared
+@ph.launch(256)
+def attention_ahead(
+    Q: ph.tensor[ph.f16][R, D],
+    K: ph.tensor[ph.f16][RK, D],
+    V: ph.tensor[ph.f16][RK, D],
+    O: ph.tensor[ph.f32][R, D],
+    S: ph.i32,
+    scale: ph.f32,
+):
+    # `attention` with the scores one key tile ahead: each turn computes the next
+    # tile's scores before this tile's softmax, which reads none of them, so the
+    # product runs under the softmax (the wgmma's wait is put off to the next product;
+    # docs/attention.md). Two score tiles are live: one CTA an SM, for the registers.
+    head: ph.let = ph.ctx.block.y
+    row: ph.let = ph.ctx.block.x * 128
+    base: ph.let = head * S + row
+    kv: ph.let = head // G * S
+    q: ph.let = Q[base:+128, :]
+    acc: ph.var[ph.tile[ph.f32][128, D]] = 0.0
+    m: ph.var[ph.tile[ph.f32][128, 1]] = -1.0e30
+    l: ph.var[ph.tile[ph.f32][128, 1]] = 0.0
+    s: ph.var[ph.tile[ph.f32][128, BC]] = ph.dot_t(q, K[kv:+BC, :])
+    for kt in range(0, S, BC):
+        # past the last tile this reads the next head's keys (or zeros past K): unused
+        k: ph.let = K[kv + kt + BC:+BC, :]
+        v: ph.let = V[kv + kt:+BC, :]
+        ahead: ph.var[ph.tile[ph.f32][128, BC]] = ph.dot_t(q, k)
+        online_softmax(s, v, m, l, acc, scale)
+        s = ahead
     acc = acc / l
     O[base:+128, :] = acc
 

@@ -415,7 +415,7 @@ def artifacts() -> list[str]:
     """Every artifact `--emit` can name: each stage's, each part after its stage.
 
     >>> artifacts()
-    ['ast', 'ph', 'py', 'hir', 'normalise', 'place', 'generate', 'verify', 'lir', 'ptx', 'json']
+    ['ast', 'ph', 'py', 'hir', 'normalise', 'place', 'generate', 'overlap', 'verify', 'lir', 'ptx', 'json']
     """
     names = []
     for name, stage in STAGES.items():

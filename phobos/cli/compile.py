@@ -7,7 +7,7 @@
     phobos-compile --version
 
 `--emit` names a stage's artifact (ast, ph, py, hir, lir, ptx, json) or one of the
-lowering's passes (normalise, place, generate, verify: `--list-passes` says what each
+lowering's passes (normalise, place, generate, overlap, verify: `--list-passes` says what each
 makes), whose text is printed for every kernel of the file.
 
 `-o K.ptx` (with `--emit ptx`, or with no `--emit` and the `.ptx` suffix) writes the

@@ -10,6 +10,7 @@ that has a text form:
     normalise   hir -> hir: nested reductions and products bound to tiles of their own
     place       where each tile lives, its layout and vector width, the shared buffers
     generate    statements -> lir, barriers and asynchronous copies interleaved
+    overlap     lir -> lir: each wgmma group's wait put off past the work not needing it
     verify      the lir checked against its invariants (phobos.lower.verify)
 
 `phobos-compile --emit PASS` prints a pass's text for every kernel of the file,
@@ -32,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from phobos.lower import lir, pipeline, placement
+from phobos.lower import lir, overlap, pipeline, placement
 from phobos.lower.verify import verify as verify_lir
 from phobos.sema import hir
 
@@ -92,8 +93,12 @@ def _generate(lw, made: dict[str, Any]) -> lir.Kernel:
     )
 
 
+def _overlap(lw, made: dict[str, Any]) -> lir.Kernel:
+    return overlap.defer_waits(made["generate"])
+
+
 def _verify(lw, made: dict[str, Any]) -> lir.Kernel:
-    kernel = made["generate"]
+    kernel = made["overlap"]
     verify_lir(kernel)
     return kernel
 
@@ -119,6 +124,13 @@ PASSES: tuple[Pass, ...] = (
         "generate",
         "statements -> lir, barriers and asynchronous copies interleaved",
         _generate,
+        _lir_text,
+        lir=True,
+    ),
+    Pass(
+        "overlap",
+        "lir -> lir: each wgmma group's wait put off past the work not needing it",
+        _overlap,
         _lir_text,
         lir=True,
     ),

@@ -79,7 +79,7 @@ def test_emit_normalise_prints_the_hir_the_later_passes_read(compile_cli, two):
 
 def test_generate_and_verify_print_the_lir(two):
     # One compile: the temporaries' numbers run on from one compile to the next.
-    for name in ("generate", "verify"):
+    for name in ("generate", "overlap", "verify"):
         result = driver.compile_path(two, name)
         assert result.text == driver.STAGES["lir"].text(result.artifacts["lir"])
         assert result.text.startswith("kernel scale(")

@@ -97,3 +97,31 @@ def test_attention_with_a_producer_warpgroup_on_the_card(d, bc, pingpong, monkey
         rows = slice(h * s, (h + 1) * s)
         ref = forms.reference(*(x[rows].double().numpy() for x in (q, k, v)), d**-0.5, False)
         np.testing.assert_allclose(got[rows], ref, rtol=3e-3, atol=3e-3)
+
+
+@pytest.mark.parametrize("overlap", ["1", "0"])
+@pytest.mark.parametrize("d, bc", [(64, 64), (64, 128), (128, 64), (128, 128)])
+@pytest.mark.parametrize("heads, kv_heads, s", [(4, 4, 256), (8, 2, 512)])
+def test_attention_ahead_on_the_card(heads, kv_heads, s, d, bc, overlap, monkeypatch):
+    # examples/attention.py's `attention_ahead`: the next key tile's scores issued before
+    # this tile's softmax, their wait put off past it (`phobos.lower.overlap`; "0": where
+    # it is issued); the last head's last turn reads past K, as zeros
+    monkeypatch.setenv("PHOBOS_OVERLAP", overlap)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from examples.attention import ROWS, attention_ahead
+
+    g = heads // kv_heads
+    q = torch.randn(heads * s, d).half()
+    k, v = (torch.randn(kv_heads * s, d).half() for _ in range(2))
+    o = torch.full((heads * s, d), float("nan"), device="cuda")
+    attention_ahead.variant(G=g, D=d, BC=bc)[(s // ROWS, heads)](
+        q.cuda(), k.cuda(), v.cuda(), o, s, d**-0.5
+    )
+    torch.cuda.synchronize()
+    got = o.cpu().numpy()
+    assert not np.isnan(got).any(), "elements never written"
+    for h in range(heads):
+        rows, kv = slice(h * s, (h + 1) * s), slice(h // g * s, (h // g + 1) * s)
+        ref = forms.reference(q[rows].double().numpy(), k[kv].double().numpy(),
+                              v[kv].double().numpy(), d**-0.5, False)  # fmt: skip
+        np.testing.assert_allclose(got[rows], ref, rtol=3e-3, atol=3e-3)
