@@ -179,6 +179,22 @@ def _examples_attention(d: int, bc: int) -> str:
     return src.replace(space, f"@autotune(G in [1], D in [{d}], BC in [{bc}])")
 
 
+def _two_heads_agree(hk, k, d: int) -> None:
+    """examples/attention.py's kernel `k` (of hir `hk`) over two heads of 256 tokens in
+    the threads interpreter: against the tile interpreter and float64."""
+    heads, s = 2, 256
+    Q = inputs("f16", (heads * s, d))
+    K, V = (inputs("f16", (heads * s, d)) for _ in range(2))
+    want, got = run(hk, k, (s // 128, heads), {"Q": Q, "K": K, "V": V, "O": nan(heads * s, d)},
+                    {"S": s, "scale": d**-0.5})  # fmt: skip
+    agree(got, want, rtol=2e-3, atol=2e-3, outputs=("O",))
+    for h in range(heads):
+        r = slice(h * s, (h + 1) * s)
+        q, kk, v = (x[0].astype(np.float64)[r] for x in (Q, K, V))
+        np.testing.assert_allclose(got["O"][r], reference(q, kk, v, d**-0.5, False),
+                                   rtol=3e-3, atol=3e-3)  # fmt: skip
+
+
 # With a producer warpgroup (PHOBOS_SPECIALIZE=1) the kernel is two arms that never join:
 # the consumers run the loop and the epilogue, the producer's first thread the K and V
 # boxes; setmaxnreg gives the consumers 232 registers each; the two consumer warpgroups
@@ -234,17 +250,7 @@ def test_attention_with_a_producer_warpgroup_rebalances_registers(d, bc, monkeyp
     ptxas_clean(k, "sm_90a")  # D 128, BC 128 too: no spill, where two CTAs an SM spill
     if d == 128:
         return  # the threads interpreter runs the D 64 form below
-    heads, s = 2, 256  # two query tiles a head, two key tiles a query tile
-    Q = inputs("f16", (heads * s, d))
-    K, V = (inputs("f16", (heads * s, d)) for _ in range(2))
-    want, got = run(hk, k, (s // 128, heads), {"Q": Q, "K": K, "V": V, "O": nan(heads * s, d)},
-                    {"S": s, "scale": d**-0.5})  # fmt: skip
-    agree(got, want, rtol=2e-3, atol=2e-3, outputs=("O",))
-    for h in range(heads):
-        r = slice(h * s, (h + 1) * s)
-        q, kk, v = (x[0].astype(np.float64)[r] for x in (Q, K, V))
-        np.testing.assert_allclose(got["O"][r], reference(q, kk, v, d**-0.5, False),
-                                   rtol=3e-3, atol=3e-3)  # fmt: skip
+    _two_heads_agree(hk, k, d)  # two query tiles a head, two key tiles a query tile
 
 
 def test_warpgroups_that_take_turns_hang_in_the_interpreter_without_the_first_arrival(
@@ -395,17 +401,7 @@ def test_attention_ahead_overlaps_the_next_scores_with_this_softmax(form, d, bc,
     # zeroed `acc`) run before `setmaxnreg` hands the consumers their registers, and
     # ptxas spills them there or ignores the `setmaxnreg` (C7512, C7508): that form is
     # checked for what it computes only, and not timed (docs/attention.md).
-    heads, s = 2, 256  # the last turn's scores read the next head's keys, or zeros
-    Q = inputs("f16", (heads * s, d))
-    K, V = (inputs("f16", (heads * s, d)) for _ in range(2))
-    want, got = run(hk, k, (s // 128, heads), {"Q": Q, "K": K, "V": V, "O": nan(heads * s, d)},
-                    {"S": s, "scale": d**-0.5})  # fmt: skip
-    agree(got, want, rtol=2e-3, atol=2e-3, outputs=("O",))
-    for h in range(heads):
-        r = slice(h * s, (h + 1) * s)
-        q, kk, v = (x[0].astype(np.float64)[r] for x in (Q, K, V))
-        np.testing.assert_allclose(got["O"][r], reference(q, kk, v, d**-0.5, False),
-                                   rtol=3e-3, atol=3e-3)  # fmt: skip
+    _two_heads_agree(hk, k, d)  # the last turn's scores read the next head's keys, or zeros
 
 
 def test_overlap_0_waits_for_each_product_where_it_is_issued(monkeypatch):
