@@ -84,11 +84,13 @@ def with_producer(kern, d: int, bc: int, env: dict = PRODUCER):
 # examples/attention.py's `attention_ahead` (the next tile's scores before this tile's
 # softmax, one CTA an SM), timed beside the forms above where they are not causal: as
 # compiled, with the scores' wait where it is issued (PHOBOS_OVERLAP=0: what putting it
-# off gains), and at two CTAs an SM where its registers allow (D 64, BC 64).
+# off gains), at two CTAs an SM where its registers allow (D 64, BC 64), and with a
+# producer warpgroup (its consumers taking turns: FA3's two overlaps together).
 AHEAD_FORMS = {
     "phobos ahead": {},
     "phobos ahead, waits in place": {"PHOBOS_OVERLAP": "0"},
     "phobos ahead 2 CTAs": {},
+    "phobos ahead producer": PRODUCER,
 }
 
 

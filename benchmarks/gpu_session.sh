@@ -35,6 +35,10 @@ for part in $parts; do
     python3 benchmarks/tensorcore.py --producer --only f16 --only bf16 --models \
       --out "$out/tensorcore.md" 2>&1 | tee "$out/tensorcore.log" | tail -60
     python3 benchmarks/attention_f16.py --heads --d 64 --d 128 2>&1 | tee "$out/attention.log" | tail -60
+    # the scores a tile ahead beside the default form (docs/attention.md)
+    python3 benchmarks/attention_f16.py --heads --d 64 --d 128 --form phobos --form "phobos ahead" \
+      --form "phobos ahead, waits in place" --form "phobos ahead 2 CTAs" \
+      --form "phobos ahead producer" 2>&1 | tee "$out/attention-ahead.log" | tail -40
     python3 benchmarks/decode.py 2>&1 | tee "$out/decode.log" | tail -40
     ;;
   sanitize)
@@ -48,7 +52,7 @@ for part in $parts; do
       done
       # memcheck on every variant the tuner compiles of the benchmarks' kernels, a process a kernel.
       for k in vector_add softmax_rows layer_norm rms_norm hgemm hgemm_bf16 hgemm_h hgemm_hh igemm \
-               attention attention_causal decode_split decode_split_mma decode_merge decode_mma kda_f16; do
+               attention attention_causal attention_ahead decode_split decode_split_mma decode_merge decode_mma kda_f16; do
         compute-sanitizer --tool memcheck --error-exitcode 1 python3 tests/gpu/sanitize.py variants $k > "$out/san-memcheck-variants-$k.log" 2>&1
         echo "sanitizer memcheck variants $k: status $? (0 expected)"; tail -1 "$out/san-memcheck-variants-$k.log"
       done

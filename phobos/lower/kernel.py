@@ -476,10 +476,10 @@ class Lowering:
         self.specialized_body(blk)
 
     def specialized_body(self, blk: hir.Block) -> None:
-        """A kernel body with a producer warpgroup, not walked: the statements before
-        the ring's loop in the consumers alone (the scalar `let`s in every thread),
-        the ring set up by the whole CTA, then one `if` whose arms never join again:
-        the consumers run the loop and every statement after it, the producer
+        """A kernel body with a producer warpgroup, not walked: the scalar `let`s before
+        the ring's loop in every thread, the ring set up by the whole CTA, then one `if`
+        whose arms never join again: the consumers run the other statements before the
+        loop, the loop and every statement after it, the producer
         warpgroup's first thread the loop's boxes; `setmaxnreg` moves registers from
         the one to the other (`tma.rebalanced`)."""
         from phobos.lower.tma import TmaRing, rebalanced, staged_by_tma
@@ -490,13 +490,12 @@ class Lowering:
         at = next(
             i for i, s in enumerate(stmts) if isinstance(s, hir.For) and staged_by_tma(self, s)
         )
+        before = []
         for s in stmts[:at]:
             if scalar_only(s):
-                self.stmt(s)
-                continue
-            with b.region() as body:
-                self.stmt(s)
-            b.add(lir.If(self.consumers(), body.block, None, span=s.span))
+                self.stmt(s)  # in every thread: the producer's boxes may read them
+            else:
+                before.append(s)
         loop = stmts[at]
         step = _step(self, loop)
         if step is None:
@@ -509,6 +508,16 @@ class Lowering:
         with b.region() as consumer:
             if regs is not None:
                 b.emit("setmaxnreg", action="inc", regs=regs[1])
+            # The consumers' statements before the loop run with their registers raised:
+            # a product there (attention_ahead's first scores) would not fit the share
+            # of the whole CTA's threads.
+            for s in before:
+                self.stmt(s)
+            if before and self.tracker.pending:
+                # their shared writes ordered here, once, not at the loop's first read
+                # (a barrier in the loop's body would keep the warpgroups from taking
+                # turns: `pingpong.refusal`)
+                self.tracker.barrier(force=True)
             self.stmt(loop)
             items = b.stack[-1]
             found = [i for i, item in enumerate(items) if isinstance(item, lir.For)]

@@ -136,11 +136,12 @@ def tensor_cores() -> None:
 
 def attention_kernels() -> None:
     """Attention on tensor cores: examples/attention.py over heads (D 64 and 128, causal
-    and not, two query heads a KV head) on its TMA ring and wgmma on sm_90a, split-KV
-    decode on the `attend` built-in with its merge (a ragged cache), and kda in f16 at
+    and not, the scores a tile ahead, two query heads a KV head) on its TMA ring and
+    wgmma on sm_90a, split-KV decode on the `attend` built-in and on mma.sync with its
+    merge, and merged in the last split (a ragged cache), and kda in f16 at
     each D of its space at a ragged length."""
-    from examples.attention import ROWS, attention, attention_causal
-    from examples.decode import decode_merge, decode_split, decode_split_mma
+    from examples.attention import ROWS, attention, attention_ahead, attention_causal
+    from examples.decode import decode_merge, decode_mma, decode_split, decode_split_mma
     from examples.kda_f16 import kda_f16
 
     heads, kv_heads, s = 4, 2, 2 * ROWS
@@ -148,7 +149,7 @@ def attention_kernels() -> None:
         q = torch.randn(heads * s, d, device="cuda").half()
         k, v = (torch.randn(kv_heads * s, d, device="cuda").half() for _ in range(2))
         o = torch.empty(heads * s, d, device="cuda")
-        for kern in (attention, attention_causal):
+        for kern in (attention, attention_causal, attention_ahead):
             for bc in (64, 128):
                 if (d, bc) == (128, 128):
                     # The one variant that spills (952 bytes of stack under `@launch(256,
@@ -174,6 +175,9 @@ def attention_kernels() -> None:
             decode_split_mma.variant(D=d, BC=bc)[(splits, heads)](
                 qd, kd, vd, po16, pl16, n, ch, d**-0.5)  # fmt: skip
             decode_merge.variant(D=d)[(heads,)](po16, pl16, od, splits)
+            cnt = torch.zeros(4, dtype=torch.int32, device="cuda")  # a head each, 4 heads
+            decode_mma.variant(D=d, BC=bc)[(splits, heads)](
+                qd, kd, vd, po16, pl16, od, cnt, n, ch, d**-0.5)  # fmt: skip
         t = 1000
         qk = [torch.randn(t, d, device="cuda").half() for _ in range(3)]
         g = -0.1 * torch.rand(t, 1, device="cuda") - 0.001
@@ -268,6 +272,7 @@ VARIANT_KERNELS = {
     "igemm": ("examples.igemm", _igemm),
     "attention": ("examples.attention", _attention),
     "attention_causal": ("examples.attention", _attention),
+    "attention_ahead": ("examples.attention", _attention),
     "decode_split": ("examples.decode", _decode),
     "decode_split_mma": ("examples.decode", _decode),
     "decode_merge": ("examples.decode", _decode),
