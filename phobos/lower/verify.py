@@ -46,6 +46,12 @@ Invariants checked:
 9. Hopper's asynchronous ops (mbarriers, bulk copies, `elect_sync`, `setmaxnreg`) and its
    stores (`stmatrix`, `tma_store` and its bulk groups) follow the rules listed in
    `phobos.lower.verify_hopper`.
+10. A wgmma group in flight is left alone: within a block, from the `wgmma_commit` that
+   closes a group to the `wgmma_wait` that retires it, no instruction but a wgmma reads or
+   writes the group's accumulators or writes a register it reads (a register A, a
+   descriptor). (Where a wait leaves groups in flight, and across a block's edges, the
+   verifier cannot tell which groups remain, and checks nothing; what it checks is what
+   `phobos.lower.overlap` may move.)
 
     >>> from phobos.lower.lir import Block, Kernel, Reg, inst
     >>> bad = Kernel("k", (), Block((inst("add", (Reg("a", "f32"),), (Reg("b", "f32"),), type="f32"),)))
@@ -122,9 +128,13 @@ class _Verifier:
     # -- structure -----------------------------------------------------------
 
     def block(self, block: lir.Block, loops: int) -> None:
+        flight = _Flight()
         for item in block.items:
             if isinstance(item, lir.Inst):
                 self.inst(item)
+                why = flight.step(item)
+                if why is not None:
+                    self.fail(why, item)
             elif isinstance(item, lir.If):
                 self.pred(item.cond)
                 self.block(item.then, loops)
@@ -399,3 +409,37 @@ class _Verifier:
             self.fail("`wmma_store.f32` stores D's eight f32 registers and writes none", i)
         self.wmma_address(i, 8)
         self.regs_of(i, i.srcs[1:9], 8, ("f32",), "D")
+
+
+class _Flight:
+    """The registers of the wgmma groups in flight in one block (invariant 10)."""
+
+    def __init__(self):
+        self.open_acc: set[str] = set()
+        self.open_src: set[str] = set()
+        self.acc: set[str] = set()
+        self.src: set[str] = set()
+
+    def step(self, i: lir.Inst) -> str | None:
+        """Account for `i`; why it breaks invariant 10, or None."""
+        if i.op == "wgmma_mma":
+            self.open_acc.update(r.name for r in i.dests)
+            self.open_src.update(r.name for r in i.srcs if isinstance(r, lir.Reg))
+            return None
+        if i.op == "wgmma_commit":
+            self.acc |= self.open_acc
+            self.src |= self.open_src - self.open_acc
+            self.open_acc, self.open_src = set(), set()
+            return None
+        if i.op == "wgmma_wait":
+            self.acc, self.src = set(), set()  # retired, or not known which remain
+            return None
+        if i.op.startswith("wgmma_"):
+            return None
+        for r in i.dests:
+            if r.name in self.acc or r.name in self.src:
+                return f"register `{r}` is written while a wgmma group in flight uses it"
+        for r in (*i.srcs, *((i.guard,) if i.guard is not None else ())):
+            if isinstance(r, lir.Reg) and r.name in self.acc:
+                return f"register `{r}` is read while a wgmma group in flight writes it"
+        return None

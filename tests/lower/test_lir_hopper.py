@@ -196,3 +196,60 @@ REFUSED = [
 def test_the_verifier_refuses(item, message):
     with pytest.raises(LirError, match=message):
         verify(kernel(item))
+
+
+IN_FLIGHT = """kernel hop(%g: u64) threads=128 smem=1024 {
+  shared tile @0 size=1024 align=16
+  reg %s: u32
+  reg %x: u32
+  reg %p: pred
+  reg %da: u64
+  reg %d0: f32
+  reg %d1: f32
+  reg %d2: f32
+  reg %d3: f32
+  reg %a0: b32
+  reg %a1: b32
+  reg %a2: b32
+  reg %a3: b32
+  reg %y: f32
+  reg %z: f32
+  %s = sreg.tid.x
+  %p = setp.lt.u32 %s, 4:u32
+  %da = wgmma_desc %s  [lbo=16, sbo=1024, swizzle=128B]
+  %d0 = mov.f32 0.0:f32
+  %d1 = mov.f32 0.0:f32
+  %d2 = mov.f32 0.0:f32
+  %d3 = mov.f32 0.0:f32
+  %a0 = mov.b32 0:b32
+  %a1 = mov.b32 0:b32
+  %a2 = mov.b32 0:b32
+  %a3 = mov.b32 0:b32
+  wgmma_fence
+  %d0, %d1, %d2, %d3 = wgmma_mma.f32.bf16 %a0, %a1, %a2, %a3, %da, %p, %d0, %d1, %d2, %d3  [major_b=K, shape=m64n8k16]
+  wgmma_commit
+  %x = add.u32 %s, 1:u32
+  BETWEEN
+  wgmma_wait  [pending=0]
+  %y = add.f32 %d0, %d1
+}"""
+
+
+@pytest.mark.parametrize(
+    ("between", "message"),
+    [
+        ("%z = mul.f32 %d2, 2.0:f32", r"`%d2` is read while a wgmma group in flight writes it"),
+        ("%d3 = mov.f32 0.0:f32", r"`%d3` is written while a wgmma group in flight uses it"),
+        ("%a1 = mov.b32 7:b32", r"`%a1` is written while a wgmma group in flight uses it"),
+        ("%da = wgmma_desc %x  [lbo=16, sbo=1024, swizzle=128B]", None),  # a wgmma op
+    ],
+)
+def test_a_group_in_flight_is_left_alone(between, message):
+    # invariant 10 (phobos.lower.verify): what `phobos.lower.overlap` may move a wait past
+    k = parse_kernel(IN_FLIGHT.replace("BETWEEN", between))
+    if message is None:
+        verify(k)
+        return
+    with pytest.raises(LirError, match=message):
+        verify(k)
+    verify(parse_kernel(IN_FLIGHT.replace("  BETWEEN\n", "")))  # and without it, accepted
