@@ -198,34 +198,26 @@ def test_the_verifier_refuses(item, message):
         verify(kernel(item))
 
 
-IN_FLIGHT = """kernel hop(%g: u64) threads=128 smem=1024 {
-  shared tile @0 size=1024 align=16
-  reg %s: u32
-  reg %x: u32
-  reg %p: pred
-  reg %da: u64
-  reg %d0: f32
-  reg %d1: f32
-  reg %d2: f32
-  reg %d3: f32
-  reg %a0: b32
-  reg %a1: b32
-  reg %a2: b32
-  reg %a3: b32
-  reg %y: f32
-  reg %z: f32
-  %s = sreg.tid.x
-  %p = setp.lt.u32 %s, 4:u32
-  %da = wgmma_desc %s  [lbo=16, sbo=1024, swizzle=128B]
-  %d0 = mov.f32 0.0:f32
-  %d1 = mov.f32 0.0:f32
-  %d2 = mov.f32 0.0:f32
-  %d3 = mov.f32 0.0:f32
-  %a0 = mov.b32 0:b32
-  %a1 = mov.b32 0:b32
-  %a2 = mov.b32 0:b32
-  %a3 = mov.b32 0:b32
-  wgmma_fence
+_REGS = {
+    "s": "u32",
+    "x": "u32",
+    "p": "pred",
+    "da": "u64",
+    "y": "f32",
+    "z": "f32",
+    **{f"d{i}": "f32" for i in range(4)},
+    **{f"a{i}": "b32" for i in range(4)},
+}
+_ZEROED = "".join(f"  %d{i} = mov.f32 0.0:f32\n" for i in range(4)) + "".join(
+    f"  %a{i} = mov.b32 0:b32\n" for i in range(4)
+)
+IN_FLIGHT = (
+    "kernel hop(%g: u64) threads=128 smem=1024 {\n  shared tile @0 size=1024 align=16\n"
+    + "".join(f"  reg %{n}: {t}\n" for n, t in _REGS.items())
+    + "  %s = sreg.tid.x\n  %p = setp.lt.u32 %s, 4:u32\n"
+    "  %da = wgmma_desc %s  [lbo=16, sbo=1024, swizzle=128B]\n"
+    + _ZEROED
+    + """  wgmma_fence
   %d0, %d1, %d2, %d3 = wgmma_mma.f32.bf16 %a0, %a1, %a2, %a3, %da, %p, %d0, %d1, %d2, %d3  [major_b=K, shape=m64n8k16]
   wgmma_commit
   %x = add.u32 %s, 1:u32
@@ -233,6 +225,7 @@ IN_FLIGHT = """kernel hop(%g: u64) threads=128 smem=1024 {
   wgmma_wait  [pending=0]
   %y = add.f32 %d0, %d1
 }"""
+)
 
 
 @pytest.mark.parametrize(
