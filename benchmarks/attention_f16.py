@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -66,18 +67,24 @@ HEAD_FORMS = {
 }
 
 
-def with_producer(kern, d: int, bc: int, env: dict = PRODUCER):
-    """`kern` (examples/attention.py's) at one CTA an SM with a producer warpgroup
-    (`PHOBOS_SPECIALIZE=1`, with the rest of `env`: 384 threads, setmaxnreg 40/232), or
-    None where the lowering gives it none (the causal kernel's two rings)."""
+def relaunched(kern, launch: str, d: int, bc: int, env: dict):
+    """`kern` (examples/attention.py's) with its `@launch` replaced by `launch`, built for
+    sm_90a at G 1, D `d`, BC `bc` under the lowering switches `env`."""
     from phobos.build import build_kernel
     from phobos.source import SourceFile
     from phobos.syntax.parser import parse
 
-    src = kern.source.replace("@launch(256, 2)", "@launch(256)")
-    program, _ = parse(SourceFile(f"{kern.name}_producer.ph", src))
-    built = under(env, lambda: build_kernel(
+    src = re.sub(r"@launch\([^)]*\)", launch, kern.source, count=1)
+    program, _ = parse(SourceFile(f"{kern.name}_relaunched.ph", src))
+    return under(env, lambda: build_kernel(
         program, kern.name, {"G": 1, "D": d, "BC": bc}, chip="sm_90a"))  # fmt: skip
+
+
+def with_producer(kern, d: int, bc: int, env: dict = PRODUCER):
+    """`kern` at one CTA an SM with a producer warpgroup (`PHOBOS_SPECIALIZE=1`, with the
+    rest of `env`: 384 threads, setmaxnreg 40/232), or None where the lowering gives it
+    none (the causal kernel's two rings)."""
+    built = relaunched(kern, "@launch(256)", d, bc, env)
     return built if built.lir.threads == 384 else None
 
 
@@ -97,17 +104,9 @@ AHEAD_FORMS = {
 def ahead(form: str, d: int, bc: int):
     """`attention_ahead` in `form` (of AHEAD_FORMS), or None where the form does not
     apply (two CTAs an SM only at D 64, BC 64)."""
-    from phobos.build import build_kernel
-    from phobos.source import SourceFile
-    from phobos.syntax.parser import parse
-
     if form.endswith("2 CTAs"):
-        if (d, bc) != (64, 64):
-            return None
-        src = attention_ahead.source.replace("@launch(256)", "@launch(256, 2)")
-        program, _ = parse(SourceFile("attention_ahead_2.ph", src))
-        return build_kernel(program, "attention_ahead", {"G": 1, "D": d, "BC": bc},
-                            chip="sm_90a")  # fmt: skip
+        return relaunched(attention_ahead, "@launch(256, 2)", d, bc, {}) if (d, bc) == (
+            64, 64) else None  # fmt: skip
     return under(AHEAD_FORMS[form], lambda: attention_ahead.variant(G=1, D=d, BC=bc)
                  .compile(chip="sm_90a"))  # fmt: skip
 

@@ -116,8 +116,6 @@ def split_on_tensor_cores(Q, K, V, PO, PL, S, CH, scale):
     PL[row:+16, :] = m + ph.log(l)
 
 
-
-
 @ph.kernel
 @ph.autotune(D=[64, 128], BC=[32, 128])
 @ph.tensorcore

@@ -22,7 +22,8 @@ stops it: another wgmma instruction, any barrier, fence, mbarrier or asynchronou
 (the group may still be reading its shared operands, which those can free or rewrite),
 a store to shared memory, control flow (an `if`, a loop, a `break`), and the block's
 end. A kernel with a wait that leaves groups in flight (`pending` > 0: a TMA ring's
-carried product) is left as it is: its wait 0 may retire more than the last group. `PHOBOS_OVERLAP=0` turns the pass off, to measure what it gains.
+carried product) is left as it is: its wait 0 may retire more than the last group.
+`PHOBOS_OVERLAP=0` turns the pass off, to measure what it gains.
 
     >>> sorted(MOVABLE - lir.ARITH - lir.BITS - lir.MATH)
     ['bitcast', 'cvt', 'cvt_x2', 'ld', 'mov', 'selp', 'setp', 'shfl', 'sreg', 'vote', 'wgmma_desc']
@@ -126,16 +127,17 @@ def _group_before(before: list) -> tuple[set[str], set[str]] | None:
 
 def _passes(item, touched: set[str], written: set[str]) -> bool:
     """Whether the wait may move past `item`."""
-    if not isinstance(item, lir.Inst) or item.op not in MOVABLE:
-        return _global_store(item) and _independent(item, touched, written)
-    return _independent(item, touched, written)
-
-
-def _global_store(item) -> bool:
-    return _is_op(item, "st") and item.attr("space") == "global"
+    movable = isinstance(item, lir.Inst) and (
+        item.op in MOVABLE or (item.op == "st" and item.attr("space") == "global")
+    )
+    return movable and _independent(item, touched, written)
 
 
 def _independent(item: lir.Inst, touched: set[str], written: set[str]) -> bool:
+    """Whether `item` leaves alone a wgmma group in flight whose registers are `touched`
+    (read or written by it) and `written`: it writes none of the first and reads none of
+    the second. (The verifier's invariant 10 checks the same with its own code, so a
+    mistake here is not also one there.)"""
     if any(d.name in touched for d in item.dests):
         return False
     reads = [s for s in item.srcs if isinstance(s, lir.Reg)]

@@ -409,3 +409,15 @@ def test_overlap_0_waits_for_each_product_where_it_is_issued(monkeypatch):
     lines = [ln.strip() for ln in text(k).splitlines()]
     commits = [n for n, ln in enumerate(lines) if ln.startswith("wgmma_commit")]
     assert commits and all(lines[n + 1].startswith("wgmma_wait") for n in commits)
+
+
+def test_the_verifier_refuses_a_wait_moved_past_a_read_of_its_scores(monkeypatch):
+    # `phobos.lower.overlap` with its independence check broken would move the scores'
+    # wait past the softmax that reads them; invariant 10 of the verifier, written apart
+    # from the pass, refuses the result
+    from phobos.lower import overlap
+    from phobos.lower.verify import LirError
+
+    monkeypatch.setattr(overlap, "_independent", lambda item, touched, written: True)
+    with pytest.raises(LirError, match="in flight"):
+        lowered(_examples_attention(64, 128), "attention", chip="sm_90a")
